@@ -1,0 +1,121 @@
+"""One-call front ends: ``generate_regex`` (``generate_json`` and ``generate_grammar`` follow).
+
+These wrap ``model.generate`` with a :class:`ConstrainedLogitsProcessor`, stop on
+every EOS id the constraint may end with, and return the text decoded from the
+tokens' exact bytes, so that what is returned is exactly what the mask allowed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .compiler import CompiledGrammar
+from .errors import ConstrainError
+
+__all__ = ["generate_regex", "generate_constrained", "model_vocab_size"]
+
+
+def model_vocab_size(model: Any) -> int | None:
+    """The logits width of a transformers model (may exceed ``len(tokenizer)``)."""
+    embeddings = getattr(model, "get_output_embeddings", lambda: None)()
+    if embeddings is not None and getattr(embeddings, "weight", None) is not None:
+        return int(embeddings.weight.shape[0])
+    config = getattr(model, "config", None)
+    return getattr(config, "vocab_size", None)
+
+
+def _encode_prompts(tokenizer: Any, prompts: list[str], chat_template: bool, device: Any) -> dict:
+    """Tokenise prompts (left padding, so generated tokens line up), optionally as chat turns."""
+    if chat_template:
+        prompts = [
+            tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
+            for p in prompts
+        ]
+    saved_side, saved_pad = getattr(tokenizer, "padding_side", "right"), tokenizer.pad_token
+    tokenizer.padding_side = "left"
+    if saved_pad is None:
+        # Only the attention mask matters for left padding; borrow EOS, then restore.
+        tokenizer.pad_token = tokenizer.eos_token
+    try:
+        batch = tokenizer(prompts, return_tensors="pt", padding=len(prompts) > 1,
+                          add_special_tokens=not chat_template)
+    finally:
+        tokenizer.padding_side = saved_side
+        tokenizer.pad_token = saved_pad
+    return {key: value.to(device) for key, value in batch.items()}
+
+
+def generate_constrained(
+    compiled: CompiledGrammar,
+    prompt: str | list[str],
+    model: Any,
+    tokenizer: Any,
+    *,
+    chat_template: bool = False,
+    require_complete: bool = True,
+    **generate_kwargs: Any,
+) -> str | list[str]:
+    """Generate under ``compiled`` and return the decoded output text(s).
+
+    Parameters
+    ----------
+    compiled:
+        A grammar compiled for this tokenizer and the model's logits width.
+    prompt:
+        One prompt, or a list (batched; the tokenizer needs a pad token).
+    chat_template:
+        Wrap each prompt as a user turn with the tokenizer's chat template.
+    require_complete:
+        Raise :class:`ConstrainError` when generation stopped (``max_new_tokens``)
+        before the output was a complete string of the language.
+    generate_kwargs:
+        Passed to ``model.generate`` (``max_new_tokens``, ``do_sample``,
+        ``temperature``, ``num_beams``...); default ``max_new_tokens=256``.
+    """
+    from .samplers.processor import ConstrainedLogitsProcessor
+
+    prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+    info = compiled.tokenizer_info
+    inputs = _encode_prompts(tokenizer, prompts, chat_template, getattr(model, "device", "cpu"))
+    processor = ConstrainedLogitsProcessor(compiled)
+    user_processors = generate_kwargs.pop("logits_processor", None) or []
+    generate_kwargs.setdefault("max_new_tokens", 256)
+    generate_kwargs.setdefault("eos_token_id", list(info.eos_token_ids))
+    if tokenizer.pad_token_id is None:
+        generate_kwargs.setdefault("pad_token_id", info.eos_token_ids[0])
+    output = model.generate(**inputs, logits_processor=[*user_processors, processor], **generate_kwargs)
+    start = inputs["input_ids"].shape[1]
+    texts = []
+    eos = set(info.eos_token_ids)
+    for row in output[:, start:].tolist():
+        finished = any(t in eos for t in row)
+        tokens = row[: next((i for i, t in enumerate(row) if t in eos), len(row))]
+        data = info.decode_bytes(tokens)
+        if require_complete and not finished:
+            raise ConstrainError(
+                f"Generation stopped after {len(row)} tokens before the output was complete "
+                f"(raise max_new_tokens); partial output: {data[:200]!r}"
+            )
+        texts.append(data.decode("utf-8", errors="replace"))
+    # One prompt and one sequence: a string; otherwise one string per returned row.
+    return texts[0] if isinstance(prompt, str) and len(texts) == 1 else texts
+
+
+def generate_regex(
+    pattern: str,
+    prompt: str | list[str],
+    model: Any,
+    tokenizer: Any,
+    **generate_kwargs: Any,
+) -> str | list[str]:
+    """Generate text that fully matches an ECMA-262 regex.
+
+    Examples
+    --------
+    >>> generate_regex(r"\\d{4}-\\d{2}-\\d{2}", "Today is ", model, tokenizer)  # doctest: +SKIP
+    '2024-05-17'
+    """
+    from .samplers.processor import compiler_for
+
+    compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_regex(pattern)
+    return generate_constrained(compiled, prompt, model, tokenizer, **generate_kwargs)

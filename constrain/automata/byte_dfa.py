@@ -1,0 +1,331 @@
+"""Regex trees to minimal byte-level DFAs.
+
+The pipeline is Thompson construction over UTF-8 byte ranges, subset construction,
+then Moore minimisation over byte equivalence classes, then removal of dead
+states.  The result, :class:`ByteDFA`, is three flat arrays: ``trans[state, byte]``
+(``-1`` where the byte leads to a dead end), ``accepting[state]`` and a start state.
+Because dead states are removed, *every* state of a ByteDFA can still reach an
+accepting state: "the walk never hit -1" is the same as "still a viable prefix",
+which is what makes token masks exact with a single trie walk.
+
+Cost: linear in the size of the tree for the NFA; the subset construction visits
+each DFA state once and works on byte ranges, never on 256 separate bytes in
+Python; minimisation iterates ``numpy.unique`` over compressed rows.  A
+1,000-word alternation compiles in tens of milliseconds (interegular's FSM
+construction takes seconds on it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import RegexError
+from ..grammar.regex import Alt, CharSet, Concat, Repeat, RegexNode, parse_regex
+from .utf8 import ranges_to_utf8_sequences
+
+__all__ = ["ByteDFA", "build_byte_dfa", "regex_to_dfa"]
+
+# Guard against patterns like (a{1000}){1000} whose expansion is astronomically large.
+MAX_NFA_STATES = 2_000_000
+MAX_DFA_STATES = 200_000
+
+
+@dataclass(frozen=True, eq=False)
+class ByteDFA:
+    """A minimal DFA over bytes whose every state is live.
+
+    Attributes
+    ----------
+    trans:
+        int32 ``[num_states, 256]``; ``-1`` marks a byte that leaves the language.
+    accepting:
+        bool ``[num_states]``.
+    start:
+        The start state.
+    """
+
+    trans: np.ndarray
+    accepting: np.ndarray
+    start: int
+    _rows: list = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+
+    @property
+    def num_states(self) -> int:
+        return int(self.trans.shape[0])
+
+    def walk(self, state: int, data: bytes) -> int:
+        """State after reading ``data`` from ``state``; -1 once it leaves the language."""
+        rows = self._python_rows()
+        for b in data:
+            state = rows[state][b]
+            if state < 0:
+                return -1
+        return state
+
+    def matches(self, data: bytes) -> bool:
+        """True when ``data`` is a complete string of the language."""
+        state = self.walk(self.start, data)
+        return state >= 0 and bool(self.accepting[state])
+
+    def is_prefix(self, data: bytes) -> bool:
+        """True when ``data`` can still be extended to a string of the language."""
+        return self.walk(self.start, data) >= 0
+
+    def _python_rows(self) -> list:
+        """``trans`` as nested lists: indexing them is ~5x faster than numpy scalars."""
+        if self._rows is None:
+            object.__setattr__(self, "_rows", self.trans.tolist())
+        return self._rows
+
+
+class _NFA:
+    """A Thompson NFA over byte ranges, built from a regex tree."""
+
+    def __init__(self) -> None:
+        self.eps: list[list[int]] = []
+        self.edges: list[list[tuple[int, int, int]]] = []
+
+    def new_state(self) -> int:
+        if len(self.eps) >= MAX_NFA_STATES:
+            raise RegexError(
+                f"the pattern expands to more than {MAX_NFA_STATES} automaton states; "
+                "reduce nested repetition counts", "", 0,
+            )
+        self.eps.append([])
+        self.edges.append([])
+        return len(self.eps) - 1
+
+    def build(self, node: RegexNode, start: int, end: int) -> None:
+        """Wire ``node`` between ``start`` and ``end``."""
+        if isinstance(node, CharSet):
+            self.build_charset(node, start, end)
+        elif isinstance(node, Concat):
+            self.build_concat(node.items, start, end)
+        elif isinstance(node, Alt):
+            for item in node.items:
+                self.build(item, start, end)
+        elif isinstance(node, Repeat):
+            self.build_repeat(node, start, end)
+        else:  # pragma: no cover - the parser produces nothing else
+            raise TypeError(f"unknown regex node {node!r}")
+
+    def build_charset(self, node: CharSet, start: int, end: int) -> None:
+        # Sequences sharing a suffix (e.g. the trailing [80-BF][80-BF]) share states.
+        suffix_states: dict[tuple, int] = {}
+        for seq in ranges_to_utf8_sequences(node.ranges):
+            target = end
+            for k in range(len(seq) - 1, 0, -1):
+                key = seq[k:]
+                state = suffix_states.get(key)
+                if state is None:
+                    state = self.new_state()
+                    lo, hi = seq[k]
+                    self.edges[state].append((lo, hi, target))
+                    suffix_states[key] = state
+                target = state
+            lo, hi = seq[0]
+            self.edges[start].append((lo, hi, target))
+
+    def build_concat(self, items, start: int, end: int) -> None:
+        if not items:
+            self.eps[start].append(end)
+            return
+        current = start
+        for k, item in enumerate(items):
+            nxt = end if k == len(items) - 1 else self.new_state()
+            self.build(item, current, nxt)
+            current = nxt
+
+    def build_repeat(self, node: Repeat, start: int, end: int) -> None:
+        current = start
+        for _ in range(node.min):
+            nxt = self.new_state()
+            self.build(node.item, current, nxt)
+            current = nxt
+        if node.max is None:
+            loop_in, loop_out = self.new_state(), self.new_state()
+            self.eps[current].append(loop_in)
+            self.build(node.item, loop_in, loop_out)
+            self.eps[loop_out].append(loop_in)
+            self.eps[loop_in].append(end)
+            return
+        for _ in range(node.max - node.min):
+            nxt = self.new_state()
+            self.eps[current].append(end)
+            self.build(node.item, current, nxt)
+            current = nxt
+        self.eps[current].append(end)
+
+
+def _closure_fn(nfa: _NFA):
+    """Return a memoised epsilon-closure of single NFA states."""
+    memo: dict[int, frozenset[int]] = {}
+
+    def closure(state: int) -> frozenset[int]:
+        found = memo.get(state)
+        if found is not None:
+            return found
+        seen = {state}
+        stack = [state]
+        while stack:
+            for nxt in nfa.eps[stack.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        result = frozenset(seen)
+        memo[state] = result
+        return result
+
+    return closure
+
+
+def _byte_partition(edges: dict[tuple[int, int], set[int]]):
+    """Split the byte axis into intervals on which the set of NFA targets is constant."""
+    points = sorted({lo for lo, _ in edges} | {hi + 1 for _, hi in edges})
+    for a, b in zip(points, points[1:]):
+        targets: set[int] = set()
+        for (lo, hi), tgts in edges.items():
+            if lo <= a and b - 1 <= hi:
+                targets |= tgts
+        if targets:
+            yield a, b, targets
+
+
+def _subset_construction(nfa: _NFA, start: int, final: int):
+    """Determinise the NFA; returns (trans, accepting) with -1 for missing bytes."""
+    closure = _closure_fn(nfa)
+    start_set = closure(start)
+    index: dict[frozenset[int], int] = {start_set: 0}
+    order = [start_set]
+    rows: list[np.ndarray] = []
+    while len(rows) < len(order):
+        members = order[len(rows)]
+        grouped: dict[tuple[int, int], set[int]] = {}
+        for state in members:
+            for lo, hi, tgt in nfa.edges[state]:
+                grouped.setdefault((lo, hi), set()).add(tgt)
+        row = np.full(256, -1, dtype=np.int32)
+        for a, b, targets in _byte_partition(grouped):
+            target_set = frozenset().union(*(closure(t) for t in targets))
+            dfa_state = index.get(target_set)
+            if dfa_state is None:
+                dfa_state = len(order)
+                if dfa_state >= MAX_DFA_STATES:
+                    raise RegexError(
+                        f"the pattern's automaton has more than {MAX_DFA_STATES} states", "", 0
+                    )
+                index[target_set] = dfa_state
+                order.append(target_set)
+            row[a:b] = dfa_state
+        rows.append(row)
+    trans = np.stack(rows) if rows else np.full((1, 256), -1, dtype=np.int32)
+    accepting = np.array([final in members for members in order], dtype=bool)
+    return trans, accepting
+
+
+def _live_states(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+    """States from which an accepting state is reachable (reverse breadth-first search)."""
+    src, byte = np.nonzero(trans >= 0)
+    dst = trans[src, byte]
+    n = trans.shape[0]
+    keys = np.unique(dst.astype(np.int64) * n + src)  # sorted by destination
+    pairs = np.stack([keys // n, keys % n], axis=1)
+    starts = np.searchsorted(pairs[:, 0], np.arange(n + 1))
+    live = accepting.copy()
+    stack = list(np.nonzero(accepting)[0])
+    while stack:
+        state = stack.pop()
+        for pred in pairs[starts[state] : starts[state + 1], 1]:
+            if not live[pred]:
+                live[pred] = True
+                stack.append(pred)
+    return live
+
+
+def _prune_dead(trans: np.ndarray, accepting: np.ndarray, start: int):
+    """Drop states that cannot reach acceptance; their incoming bytes become -1."""
+    live = _live_states(trans, accepting)
+    if not live[start]:
+        return None
+    new_index = np.full(trans.shape[0] + 1, -1, dtype=np.int32)  # last slot maps -1 to -1
+    new_index[np.nonzero(live)[0]] = np.arange(int(live.sum()), dtype=np.int32)
+    pruned = new_index[trans[live]]
+    return pruned, accepting[live], int(new_index[start])
+
+
+def _distinct_columns(trans: np.ndarray) -> np.ndarray:
+    """The distinct columns of ``trans`` (bytes that behave alike share one column).
+
+    Hashing 256 column byte-strings is ~50x faster than ``np.unique(axis=1)``.
+    """
+    by_content: dict[bytes, int] = {}
+    keep = []
+    for byte, column in enumerate(np.ascontiguousarray(trans.T)):
+        key = column.tobytes()
+        if key not in by_content:
+            by_content[key] = byte
+            keep.append(byte)
+    return trans[:, keep]
+
+
+def _minimize(trans: np.ndarray, accepting: np.ndarray, start: int):
+    """Moore partition refinement over byte equivalence classes, to a fixpoint."""
+    n = trans.shape[0]
+    columns = _distinct_columns(trans)
+    # A virtual sink (index n) stands for -1 so that every row has a class per column.
+    compact = np.where(columns < 0, n, columns)
+    block = np.unique(accepting.astype(np.int64), return_inverse=True)[1].reshape(-1)
+    num_blocks = int(block.max()) + 1
+    while True:
+        extended = np.append(block, num_blocks)  # the sink gets a class of its own
+        # Exact row signature without sorting 2-D rows: fold one column at a time into
+        # a dense 1-D key (values stay below n * (num_blocks + 1), so int64 suffices).
+        key = block
+        for column in compact.T:
+            key = key * (num_blocks + 1) + extended[column]
+            key = np.unique(key, return_inverse=True)[1].reshape(-1)
+        new_count = int(key.max()) + 1
+        block = key
+        if new_count == num_blocks:
+            break
+        num_blocks = new_count
+    # Renumber blocks so that the start state is 0 and the order follows first visits.
+    representative = np.full(num_blocks, -1, dtype=np.int64)
+    for state in range(n):
+        if representative[block[state]] < 0:
+            representative[block[state]] = state
+    block_trans = trans[representative]
+    mapped = np.where(block_trans < 0, -1, block[np.maximum(block_trans, 0)]).astype(np.int32)
+    return mapped, accepting[representative], int(block[start])
+
+
+def build_byte_dfa(tree: RegexNode, pattern: str = "") -> ByteDFA:
+    """Build the minimal byte-level DFA of a regex tree (every state live).
+
+    Raises
+    ------
+    RegexError
+        When the language is empty (nothing can ever match), or the automaton is
+        too large.
+    """
+    nfa = _NFA()
+    start, final = nfa.new_state(), nfa.new_state()
+    nfa.build(tree, start, final)
+    trans, accepting = _subset_construction(nfa, start, final)
+    pruned = _prune_dead(trans, accepting, 0)
+    if pruned is None:
+        raise RegexError("the pattern matches no string at all", pattern, 0)
+    trans, accepting, start_state = _minimize(*pruned)
+    return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), accepting, start_state)
+
+
+def regex_to_dfa(pattern: str) -> ByteDFA:
+    """Parse an ECMA-262 regex and build its minimal byte-level DFA (full-match semantics)."""
+    try:
+        return build_byte_dfa(parse_regex(pattern), pattern)
+    except RegexError as err:
+        if err.pattern or not pattern:
+            raise
+        raise RegexError(err.reason, pattern, err.position) from None

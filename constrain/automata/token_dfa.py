@@ -1,0 +1,132 @@
+"""Token-level masks for regular languages: a byte DFA walked against the token trie.
+
+:class:`TokenDFA` is the engine behind a compiled regex.  Its matcher state is just
+the DFA state (an ``int``).  For a state, the allowed-token bitmask is computed by one
+numba walk over the vocabulary trie (:func:`constrain.automata._kernels.walk_dfa`)
+and memoised: the next time any sequence reaches that state, the mask is a copy of
+a stored row (about a microsecond for 128k tokens).  Rows are built lazily because
+most states of a large DFA are never visited; :meth:`TokenDFA.precompute` builds
+them all when the caller knows it will need them (DINGO, benchmarks).
+
+Memory: one row is ``ceil(vocab_size / 32) * 4`` bytes (16 KiB for 128k tokens),
+so the store is bounded by ``num_states`` rows and reported by :meth:`memory_bytes`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .byte_dfa import ByteDFA
+from .token_trie import token_trie_for
+
+__all__ = ["TokenDFA"]
+
+# Forced strings longer than this are cut (a DFA loop like (ab)+ forces forever).
+MAX_FORCED_BYTES = 4096
+
+
+class TokenDFA:
+    """Token masks and transitions of a :class:`ByteDFA` under one vocabulary.
+
+    Thread-safe: rows are computed outside any lock and published with
+    ``dict.setdefault``, so two threads racing on one state compute the same row.
+    """
+
+    def __init__(self, dfa: ByteDFA, info) -> None:
+        self.dfa = dfa
+        self.info = info
+        self.trie = token_trie_for(info)
+        self.num_words = (info.vocab_size + 31) // 32
+        self._rows: dict[int, np.ndarray] = {}
+        self._eos_words = np.zeros(self.num_words, dtype=np.uint32)
+        for eos in info.eos_token_ids:
+            self._eos_words[eos >> 5] |= np.uint32(1 << (eos & 31))
+        self._eos_set = frozenset(info.eos_token_ids)
+        self._token_bytes = info.token_bytes
+        self._matchable = np.zeros(info.vocab_size, dtype=bool)
+        self._matchable[info.matchable_token_ids()] = True
+        self._next_rows: dict[int, np.ndarray] = {}
+
+    # -- matcher protocol ------------------------------------------------------
+    @property
+    def initial_state(self) -> int:
+        return self.dfa.start
+
+    def is_accepting(self, state: int) -> bool:
+        return bool(self.dfa.accepting[state])
+
+    def is_eos(self, token_id: int) -> bool:
+        return token_id in self._eos_set
+
+    def advance_token(self, state: int, token_id: int) -> int | None:
+        """State after a non-EOS token, or None when the token is not allowed there."""
+        if not 0 <= token_id < self.info.num_tokens or not self._matchable[token_id]:
+            return None
+        nxt = self.dfa.walk(state, self._token_bytes[token_id])
+        return nxt if nxt >= 0 else None
+
+    def advance_bytes(self, state: int, data: bytes) -> int | None:
+        nxt = self.dfa.walk(state, data)
+        return nxt if nxt >= 0 else None
+
+    def mask_words(self, state: int) -> np.ndarray:
+        """The packed uint32 mask of ``state`` (EOS bits included when accepting); do not modify."""
+        row = self._rows.get(state)
+        if row is None:
+            row = self._rows.setdefault(state, self._compute_row(state))
+        return row
+
+    def eos_words(self) -> np.ndarray:
+        """The mask that allows exactly the EOS tokens (after termination)."""
+        return self._eos_words
+
+    def forced_bytes(self, state: int) -> bytes:
+        """The bytes every continuation from ``state`` must start with (jump-forward)."""
+        rows = self.dfa._python_rows()
+        out = bytearray()
+        while not self.dfa.accepting[state] and len(out) < MAX_FORCED_BYTES:
+            live = [b for b, nxt in enumerate(rows[state]) if nxt >= 0]
+            if len(live) != 1:
+                break
+            out.append(live[0])
+            state = rows[state][live[0]]
+        return bytes(out)
+
+    # -- tables ----------------------------------------------------------------
+    def _walk(self, state: int, words: np.ndarray, next_row: np.ndarray) -> None:
+        """One numba trie walk from ``state`` (see :func:`~._kernels.walk_dfa`)."""
+        from ._kernels import walk_dfa
+
+        trie = self.trie
+        walk_dfa(self.dfa.trans, state, trie.node_byte, trie.node_depth, trie.node_skip,
+                 trie.node_tok_ptr, trie.tok_ids, trie.max_depth, words, next_row)
+
+    def _compute_row(self, state: int) -> np.ndarray:
+        words = np.zeros(self.num_words, dtype=np.uint32)
+        self._walk(state, words, np.empty(0, np.int32))
+        if self.dfa.accepting[state]:
+            words |= self._eos_words
+        return words
+
+    def next_states(self, state: int) -> np.ndarray:
+        """int32 ``[vocab_size]``: the state after each token from ``state``, -1 if not allowed.
+
+        EOS tokens map to -1 here; callers treat EOS separately through
+        :meth:`is_accepting`.  Memoised like the mask rows.
+        """
+        row = self._next_rows.get(state)
+        if row is None:
+            row = np.full(self.info.vocab_size, -1, dtype=np.int32)
+            self._walk(state, np.zeros(self.num_words, dtype=np.uint32), row)
+            row = self._next_rows.setdefault(state, row)
+        return row
+
+    def precompute(self) -> None:
+        """Build the mask row of every state now (e.g. before timing-sensitive work)."""
+        for state in range(self.dfa.num_states):
+            self.mask_words(state)
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the DFA and the memoised rows (the trie is shared per vocabulary)."""
+        rows = sum(r.nbytes for r in self._rows.values()) + sum(r.nbytes for r in self._next_rows.values())
+        return int(self.dfa.trans.nbytes + self.dfa.accepting.nbytes + rows)

@@ -1,0 +1,145 @@
+"""Compile constraints once per (constraint, tokenizer); share the result everywhere.
+
+``Compiler(info).compile_regex(pattern)`` returns an immutable :class:`CompiledGrammar`
+that any number of :class:`~constrain.matcher.Matcher` objects (one per sequence,
+any thread) read from.  Compiling is cached twice: in memory per compiler (the same
+pattern returns the same object) and on disk for the tokenizer-independent byte
+DFA (see :mod:`constrain.automata.cache`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from .automata.byte_dfa import ByteDFA, regex_to_dfa
+from .automata.cache import DiskCache, content_key, default_cache
+from .automata.token_dfa import TokenDFA
+from .vocab import TokenizerInfo
+
+__all__ = ["Compiler", "CompiledGrammar"]
+
+
+class CompiledGrammar:
+    """A constraint compiled for one tokenizer: immutable and safe to share across threads.
+
+    Attributes
+    ----------
+    tokenizer_info:
+        The vocabulary it was compiled for.
+    kind:
+        ``"regex"`` (more kinds come with grammars and JSON Schema).
+    source:
+        The constraint as the user gave it.
+    """
+
+    def __init__(self, tokenizer_info: TokenizerInfo, kind: str, source: Any, engine: TokenDFA) -> None:
+        self.tokenizer_info = tokenizer_info
+        self.kind = kind
+        self.source = source
+        self.engine = engine
+
+    @property
+    def is_regular(self) -> bool:
+        """True when the language is regular (a token-level DFA exists; DINGO needs this)."""
+        return isinstance(self.engine, TokenDFA)
+
+    def memory_bytes(self) -> int:
+        """Bytes held by this grammar's automata and memoised masks."""
+        return self.engine.memory_bytes()
+
+    def __repr__(self) -> str:
+        text = str(self.source)
+        if len(text) > 60:
+            text = text[:57] + "..."
+        return f"CompiledGrammar(kind={self.kind!r}, source={text!r}, vocab_size={self.tokenizer_info.vocab_size})"
+
+
+class Compiler:
+    """Compiles regexes (and later grammars and schemas) for one tokenizer.
+
+    Parameters
+    ----------
+    tokenizer_info:
+        The vocabulary; build it with :meth:`TokenizerInfo.from_huggingface`.
+    cache_dir:
+        Where to keep compiled automata on disk.  ``None`` uses the default location
+        (``$CONSTRAIN_CACHE_DIR`` or ``~/.cache/constrain``); ``False`` disables it.
+    max_cached:
+        How many compiled grammars this compiler keeps in memory (LRU).
+    """
+
+    def __init__(
+        self,
+        tokenizer_info: TokenizerInfo,
+        *,
+        cache_dir: str | bool | None = None,
+        max_cached: int = 256,
+    ) -> None:
+        if not isinstance(tokenizer_info, TokenizerInfo):
+            raise TypeError(
+                "Invalid tokenizer_info: expected a constrain.TokenizerInfo "
+                f"(see TokenizerInfo.from_huggingface), got {type(tokenizer_info).__name__}"
+            )
+        self.tokenizer_info = tokenizer_info
+        if cache_dir is False:
+            self._disk = DiskCache(None)
+        elif cache_dir is None or cache_dir is True:
+            self._disk = default_cache()
+        else:
+            self._disk = DiskCache(cache_dir)
+        self._memory: OrderedDict[tuple, CompiledGrammar] = OrderedDict()
+        self._max_cached = max_cached
+        self._lock = threading.Lock()
+
+    def compile_regex(self, pattern: str) -> CompiledGrammar:
+        """Compile an ECMA-262 regular expression (full-match semantics).
+
+        The output must match the whole pattern: ``compile_regex("[0-9]+")`` allows
+        ``"42"`` and then EOS, never ``"42a"``.  ``\\d`` is ``[0-9]``, ``\\w`` is
+        ``[A-Za-z0-9_]``, ``.`` is any character but a line terminator.
+
+        Raises
+        ------
+        RegexError
+            Malformed patterns and non-regular constructs (look-arounds,
+            back-references), with the position of the construct.
+        """
+        if not isinstance(pattern, str):
+            raise TypeError(f"Invalid regex: expected str, got {type(pattern).__name__}")
+        key = ("regex", pattern)
+        cached = self._memory_get(key)
+        if cached is not None:
+            return cached
+        dfa = self._regex_dfa(pattern)
+        compiled = CompiledGrammar(self.tokenizer_info, "regex", pattern, TokenDFA(dfa, self.tokenizer_info))
+        return self._memory_put(key, compiled)
+
+    # -- caches ----------------------------------------------------------------
+    def _regex_dfa(self, pattern: str) -> ByteDFA:
+        """The byte DFA of a pattern, from the disk cache when present."""
+        key = content_key("regex-dfa", pattern)
+        stored = self._disk.load("dfa", key)
+        if stored is not None and {"trans", "accepting", "start"} <= stored.keys():
+            return ByteDFA(stored["trans"].astype(np.int32, copy=False), stored["accepting"].astype(bool), int(stored["start"]))
+        dfa = regex_to_dfa(pattern)
+        self._disk.save("dfa", key, {"trans": dfa.trans, "accepting": dfa.accepting, "start": np.int64(dfa.start)})
+        return dfa
+
+    def _memory_get(self, key: tuple) -> CompiledGrammar | None:
+        with self._lock:
+            found = self._memory.get(key)
+            if found is not None:
+                self._memory.move_to_end(key)
+            return found
+
+    def _memory_put(self, key: tuple, compiled: CompiledGrammar) -> CompiledGrammar:
+        with self._lock:
+            existing = self._memory.setdefault(key, compiled)
+            self._memory.move_to_end(key)
+            while len(self._memory) > self._max_cached:
+                self._memory.popitem(last=False)
+            return existing

@@ -1,0 +1,462 @@
+"""Regular expressions (ECMA-262 syntax) parsed into a small abstract syntax tree.
+
+Why our own parser: JSON Schema requires ECMA-262 semantics (``\\d`` is ``[0-9]``,
+``\\w`` is ASCII, ``.`` excludes the four line terminators), while Python's ``re`` and
+interegular follow Python's rules; and interegular's FSM construction takes seconds
+for a 1,000-word alternation.  Parsing is cheap and the tree is handed to
+:mod:`constrain.automata.byte_dfa`, which builds a UTF-8 byte-level DFA directly.
+
+The tree works on Unicode code points: a :class:`CharSet` is a sorted tuple of
+inclusive code point ranges.  Patterns match whole strings (like ``re.fullmatch``):
+``^`` and ``$`` are accepted only where they are no-ops for a full match (at the
+start or end of the pattern, or of a top-level alternative), and any other
+assertion (look-arounds, ``\\b``, back-references) raises :class:`RegexError` naming
+the construct and its position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from ..errors import RegexError
+
+__all__ = [
+    "CharSet",
+    "Concat",
+    "Alt",
+    "Repeat",
+    "RegexNode",
+    "parse_regex",
+    "MAX_CODEPOINT",
+    "EMPTY",
+]
+
+MAX_CODEPOINT = 0x10FFFF
+
+Ranges = tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CharSet:
+    """One code point drawn from ``ranges`` (sorted, disjoint, inclusive)."""
+
+    ranges: Ranges
+
+
+@dataclass(frozen=True, slots=True)
+class Concat:
+    """The items in sequence; ``Concat(())`` is the empty string."""
+
+    items: tuple["RegexNode", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Alt:
+    """Any one of the alternatives."""
+
+    items: tuple["RegexNode", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """``item`` repeated between ``min`` and ``max`` times (``max=None``: unbounded)."""
+
+    item: "RegexNode"
+    min: int
+    max: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Anchor:
+    """``^`` or ``$`` at ``position``; removed (or rejected) before the tree is returned."""
+
+    kind: str
+    position: int
+
+
+RegexNode = Union[CharSet, Concat, Alt, Repeat]
+EMPTY = Concat(())
+
+
+def normalize_ranges(ranges) -> Ranges:
+    """Sort and merge overlapping or adjacent inclusive ranges."""
+    merged: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in merged)
+
+
+def complement_ranges(ranges: Ranges) -> Ranges:
+    """All code points not in ``ranges``."""
+    out = []
+    nxt = 0
+    for lo, hi in ranges:
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CODEPOINT:
+        out.append((nxt, MAX_CODEPOINT))
+    return tuple(out)
+
+
+# ECMA-262 character class escapes (22.2.2.9): ASCII \d and \w, Unicode-aware \s.
+_DIGIT: Ranges = ((0x30, 0x39),)
+_WORD: Ranges = normalize_ranges([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
+_SPACE: Ranges = normalize_ranges(
+    [(0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+     (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)]
+)
+_LINE_TERMINATORS: Ranges = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
+_DOT: Ranges = complement_ranges(_LINE_TERMINATORS)
+_CLASS_ESCAPES: dict[str, Ranges] = {
+    "d": _DIGIT,
+    "D": complement_ranges(_DIGIT),
+    "w": _WORD,
+    "W": complement_ranges(_WORD),
+    "s": _SPACE,
+    "S": complement_ranges(_SPACE),
+}
+_CONTROL_ESCAPES = {"t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D}
+_SYNTAX_CHARS = set("^$\\.*+?()[]{}|/-")
+_MAX_REPEAT = 100_000
+
+
+class _Parser:
+    """Recursive-descent parser over the pattern text; one instance per parse."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.pos = 0
+
+    # -- helpers ---------------------------------------------------------------
+    def error(self, message: str, position: int | None = None) -> RegexError:
+        return RegexError(message, self.pattern, self.pos if position is None else position)
+
+    def peek(self, offset: int = 0) -> str:
+        i = self.pos + offset
+        return self.pattern[i] if i < len(self.pattern) else ""
+
+    def take(self) -> str:
+        ch = self.peek()
+        if not ch:
+            raise self.error("unexpected end of pattern")
+        self.pos += 1
+        return ch
+
+    def starts_with(self, text: str) -> bool:
+        return self.pattern.startswith(text, self.pos)
+
+    # -- grammar ---------------------------------------------------------------
+    def parse(self):
+        node = self.disjunction()
+        if self.pos < len(self.pattern):
+            # Only an unbalanced ')' can stop the top-level disjunction early.
+            raise self.error("unbalanced ')'")
+        return node
+
+    def disjunction(self):
+        alternatives = [self.alternative()]
+        while self.peek() == "|":
+            self.pos += 1
+            alternatives.append(self.alternative())
+        return alternatives[0] if len(alternatives) == 1 else Alt(tuple(alternatives))
+
+    def alternative(self):
+        items = []
+        while self.peek() and self.peek() not in "|)":
+            items.append(self.term())
+        return items[0] if len(items) == 1 else Concat(tuple(items))
+
+    def term(self):
+        start = self.pos
+        ch = self.peek()
+        if ch in "^$":
+            self.pos += 1
+            if self.quantifier_ahead():
+                raise self.error(f"nothing to repeat: '{ch}' cannot be quantified")
+            return _Anchor(ch, start)
+        atom = self.atom()
+        return self.quantified(atom, start)
+
+    def quantifier_ahead(self) -> bool:
+        ch = self.peek()
+        return ch in ("*", "+", "?") or (ch == "{" and self.brace_quantifier(peek_only=True) is not None)
+
+    def quantified(self, atom, start: int):
+        """Apply at most one quantifier (ECMA rejects ``a**`` and ``a{2}{3}``)."""
+        ch = self.peek()
+        if ch in ("*", "+", "?"):
+            self.pos += 1
+            bounds = {"*": (0, None), "+": (1, None), "?": (0, 1)}[ch]
+        elif ch == "{":
+            bounds = self.brace_quantifier()
+            if bounds is None:
+                return atom  # Annex B: a '{' that starts no quantifier is a literal
+        else:
+            return atom
+        if self.peek() == "?":  # lazy quantifier: same language
+            self.pos += 1
+        if self.quantifier_ahead():
+            raise self.error("nothing to repeat: a quantifier cannot follow a quantifier")
+        return Repeat(atom, bounds[0], bounds[1])
+
+    def brace_quantifier(self, peek_only: bool = False):
+        """Parse ``{n}``, ``{n,}`` or ``{n,m}`` at the cursor; None when it is not one."""
+        text = self.pattern
+        i = self.pos + 1
+        j = i
+        while j < len(text) and text[j].isdigit():
+            j += 1
+        if j == i:
+            return None
+        low = int(text[i:j])
+        high: int | None = low
+        if j < len(text) and text[j] == ",":
+            k = j + 1
+            while k < len(text) and text[k].isdigit():
+                k += 1
+            high = int(text[j + 1 : k]) if k > j + 1 else None
+            j = k
+        if j >= len(text) or text[j] != "}":
+            return None
+        if peek_only:
+            return (low, high)
+        if high is not None and high < low:
+            raise self.error(f"numbers out of order in quantifier {{{low},{high}}}")
+        if max(low, high or 0) > _MAX_REPEAT:
+            raise self.error(f"repetition count above {_MAX_REPEAT} is not supported")
+        self.pos = j + 1
+        return (low, high)
+
+    def atom(self):
+        start = self.pos
+        ch = self.take()
+        if ch == ".":
+            return CharSet(_DOT)
+        if ch == "(":
+            return self.group(start)
+        if ch == "[":
+            return self.char_class(start)
+        if ch == "\\":
+            return self.atom_escape(start)
+        if ch in "*+?":
+            raise self.error(f"nothing to repeat: '{ch}' has no preceding item", start)
+        if ch == "{" and self.brace_quantifier_at(start):
+            raise self.error("nothing to repeat: '{' quantifier has no preceding item", start)
+        return CharSet(((ord(ch), ord(ch)),))
+
+    def brace_quantifier_at(self, position: int) -> bool:
+        saved = self.pos
+        self.pos = position
+        try:
+            return self.brace_quantifier(peek_only=True) is not None
+        finally:
+            self.pos = saved
+
+    def group(self, start: int):
+        if self.starts_with("?"):
+            if self.starts_with("?:"):
+                self.pos += 2
+            elif self.starts_with("?=") or self.starts_with("?!"):
+                raise self.error("look-ahead assertions are not supported (not a regular language operation here)", start)
+            elif self.starts_with("?<=") or self.starts_with("?<!"):
+                raise self.error("look-behind assertions are not supported", start)
+            elif self.starts_with("?<") or self.starts_with("?P<"):
+                self.pos += 3 if self.starts_with("?P<") else 2
+                close = self.pattern.find(">", self.pos)
+                name = self.pattern[self.pos : close] if close >= 0 else ""
+                if close < 0 or not name or not (name[0].isalpha() or name[0] in "_$"):
+                    raise self.error("invalid group name", start)
+                self.pos = close + 1
+            elif self.starts_with("?P="):
+                raise self.error("back-references are not supported", start)
+            else:
+                raise self.error("inline flags and other '(?' group forms are not supported", start)
+        node = self.disjunction()
+        if self.peek() != ")":
+            raise self.error("missing ')' for the group opened here", start)
+        self.pos += 1
+        return node
+
+    def atom_escape(self, start: int):
+        ch = self.take()
+        if ch in _CLASS_ESCAPES:
+            return CharSet(_CLASS_ESCAPES[ch])
+        if ch in "bB":
+            raise self.error(f"word-boundary assertion '\\{ch}' is not supported", start)
+        if ch.isdigit() and ch != "0":
+            raise self.error(f"back-reference '\\{ch}' is not supported", start)
+        if ch == "k" and self.peek() == "<":
+            raise self.error("named back-reference '\\k<...>' is not supported", start)
+        if ch in "AZz":
+            # Python-style absolute anchors, a no-op at the ends of a full match.
+            return _Anchor("^" if ch == "A" else "$", start)
+        cp = self.character_escape(ch, start)
+        return CharSet(((cp, cp),))
+
+    def character_escape(self, ch: str, start: int) -> int:
+        """Code point of an escape that stands for one character (after the backslash)."""
+        if ch in _CONTROL_ESCAPES:
+            return _CONTROL_ESCAPES[ch]
+        if ch == "0":
+            if self.peek().isdigit():
+                raise self.error("octal escapes are not supported", start)
+            return 0
+        if ch == "c":
+            letter = self.peek()
+            if letter.isascii() and letter.isalpha():
+                self.pos += 1
+                return ord(letter) % 32
+            raise self.error("'\\c' must be followed by an ASCII letter", start)
+        if ch == "x":
+            return self.hex_digits(2, start)
+        if ch == "u":
+            return self.unicode_escape(start)
+        if ch in "pP":
+            raise self.error(f"Unicode property escapes '\\{ch}{{...}}' are not supported", start)
+        if ch.isascii() and ch.isalnum():
+            raise self.error(f"unknown escape '\\{ch}'", start)
+        return ord(ch)  # identity escape of a syntax or other non-alphanumeric character
+
+    def hex_digits(self, count: int, start: int) -> int:
+        digits = self.pattern[self.pos : self.pos + count]
+        if len(digits) != count or any(c not in "0123456789abcdefABCDEF" for c in digits):
+            raise self.error(f"expected {count} hexadecimal digits", start)
+        self.pos += count
+        return int(digits, 16)
+
+    def unicode_escape(self, start: int) -> int:
+        if self.peek() == "{":
+            close = self.pattern.find("}", self.pos)
+            digits = self.pattern[self.pos + 1 : close] if close > 0 else ""
+            if not digits or any(c not in "0123456789abcdefABCDEF" for c in digits) or int(digits, 16) > MAX_CODEPOINT:
+                raise self.error("invalid '\\u{...}' escape", start)
+            self.pos = close + 1
+            return int(digits, 16)
+        cp = self.hex_digits(4, start)
+        # A surrogate pair written as two escapes is one code point.
+        if 0xD800 <= cp <= 0xDBFF and self.starts_with("\\u"):
+            saved = self.pos
+            self.pos += 2
+            try:
+                low = self.hex_digits(4, start)
+            except RegexError:
+                self.pos = saved
+                return cp
+            if 0xDC00 <= low <= 0xDFFF:
+                return 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
+            self.pos = saved
+        return cp
+
+    def char_class(self, start: int) -> CharSet:
+        negate = self.peek() == "^"
+        if negate:
+            self.pos += 1
+        ranges: list[tuple[int, int]] = []
+        first = True
+        while True:
+            if not self.peek():
+                raise self.error("missing ']' for the character class opened here", start)
+            if self.peek() == "]" and not first:
+                self.pos += 1
+                break
+            if self.peek() == "]" and first:
+                # ECMA: '[]' is the empty class and '[^]' is any character.
+                self.pos += 1
+                break
+            first = False
+            low = self.class_atom()
+            if self.peek() == "-" and self.peek(1) not in ("]", ""):
+                dash = self.pos
+                self.pos += 1
+                high = self.class_atom()
+                if isinstance(low, tuple) or isinstance(high, tuple):
+                    raise self.error("a class escape like \\d cannot be a range endpoint", dash)
+                if high < low:
+                    raise self.error("range out of order in character class", dash)
+                ranges.append((low, high))
+            elif isinstance(low, tuple):
+                ranges.extend(low)
+            else:
+                ranges.append((low, low))
+        merged = normalize_ranges(ranges)
+        return CharSet(complement_ranges(merged) if negate else merged)
+
+    def class_atom(self):
+        """One class member: a code point, or a tuple of ranges for \\d, \\w, \\s..."""
+        start = self.pos
+        ch = self.take()
+        if ch != "\\":
+            return ord(ch)
+        esc = self.take()
+        if esc in _CLASS_ESCAPES:
+            return _CLASS_ESCAPES[esc]
+        if esc == "b":
+            return 0x08
+        if esc == "-":
+            return ord("-")
+        if esc.isdigit() and esc != "0":
+            raise self.error(f"back-reference '\\{esc}' is not allowed in a class", start)
+        return self.character_escape(esc, start)
+
+
+def _only_empty(node) -> bool:
+    """True when the node can only match the empty string (anchors, empty groups)."""
+    if isinstance(node, _Anchor):
+        return True
+    if isinstance(node, (Concat, Alt)):
+        return all(_only_empty(item) for item in node.items)
+    if isinstance(node, Repeat):
+        return node.max == 0 or _only_empty(node.item)
+    return False
+
+
+def _strip_anchors(node, at_start: bool, at_end: bool, parser: _Parser):
+    """Remove ``^``/``$`` where they are no-ops for a full match, reject them elsewhere."""
+    if isinstance(node, _Anchor):
+        if (node.kind == "^" and not at_start) or (node.kind == "$" and not at_end):
+            where = "start" if node.kind == "^" else "end"
+            raise parser.error(
+                f"anchor '{node.kind}' is only supported at the {where} of the pattern", node.position
+            )
+        return EMPTY
+    if isinstance(node, Alt):
+        return Alt(tuple(_strip_anchors(i, at_start, at_end, parser) for i in node.items))
+    if isinstance(node, Concat):
+        items = node.items
+        out = []
+        for k, item in enumerate(items):
+            start_ok = at_start and all(_only_empty(x) for x in items[:k])
+            end_ok = at_end and all(_only_empty(x) for x in items[k + 1 :])
+            out.append(_strip_anchors(item, start_ok, end_ok, parser))
+        return Concat(tuple(out))
+    if isinstance(node, Repeat):
+        once = node.max is not None and node.max <= 1
+        return Repeat(_strip_anchors(node.item, at_start and once, at_end and once, parser), node.min, node.max)
+    return node
+
+
+def parse_regex(pattern: str) -> RegexNode:
+    """Parse an ECMA-262 regular expression into a tree matching whole strings.
+
+    Parameters
+    ----------
+    pattern:
+        The regex text.  ``^``/``$`` at the ends are accepted and ignored (the
+        pattern always matches the whole output).
+
+    Raises
+    ------
+    RegexError
+        For malformed syntax and for constructs that are not regular (look-arounds,
+        back-references, word boundaries), naming the construct and its position.
+    """
+    if not isinstance(pattern, str):
+        raise TypeError(f"Invalid regex: expected str, got {type(pattern).__name__}")
+    parser = _Parser(pattern)
+    tree = parser.parse()
+    return _strip_anchors(tree, True, True, parser)

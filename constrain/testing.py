@@ -1,0 +1,208 @@
+"""Independent oracles for tests and benchmarks.
+
+Nothing here uses the engine's automata: the regex oracle asks the third-party
+``regex`` module (partial matching) whether ``prefix + bytes(token)`` can still be
+extended to a full match, token by token over the whole vocabulary.  It is slow
+(about 1.5 µs per token) and exact, which is what a test of exactness needs.
+
+Tokens that end inside a multi-byte UTF-8 character are decided by trying, as the
+missing character, every code point that could change the answer: the ends of the
+code point interval the partial bytes allow, and the neighbours of every character
+the pattern mentions (a regex can only distinguish characters at those boundaries).
+"""
+
+from __future__ import annotations
+
+import re as _re
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "ecma_to_python_regex",
+    "RegexOracle",
+    "bitmask_to_ids",
+    "ids_to_bitmask",
+]
+
+# ECMA-262 classes written out for Python's regex engines.
+_ECMA_SPACE = r"\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_ECMA_CLASS = {
+    "d": "0-9",
+    "w": "A-Za-z0-9_",
+    "s": _ECMA_SPACE,
+}
+_CLASS_BOUNDARIES = [0x30, 0x39, 0x41, 0x5A, 0x5F, 0x61, 0x7A, 0x09, 0x0D, 0x20, 0xA0, 0x1680, 0x2000,
+                     0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF, 0x0A, 0x0B, 0x0C]
+
+
+def ecma_to_python_regex(pattern: str) -> str:
+    """Rewrite ``\\d \\w \\s \\D \\W \\S`` and ``.`` to their ECMA-262 meaning for ``regex``.
+
+    A small scanner tracks escapes and character classes; it does not validate.
+    """
+    out = []
+    i = 0
+    in_class = False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            esc = pattern[i + 1]
+            lower = esc.lower()
+            braced = _re.match(r"\\u\{([0-9a-fA-F]+)\}", pattern[i:])
+            if braced:
+                out.append(f"\\U{int(braced.group(1), 16):08x}")
+                i += braced.end()
+                continue
+            if lower in _ECMA_CLASS and esc.isalpha():
+                body = _ECMA_CLASS[lower]
+                if in_class:
+                    if esc.isupper():
+                        raise ValueError("negated class escapes inside a class are not supported by the oracle")
+                    out.append(body)
+                else:
+                    out.append(f"[{'^' if esc.isupper() else ''}{body}]")
+            else:
+                out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            if ch == "]":
+                in_class = False
+            out.append(ch)
+        elif ch == "[":
+            in_class = True
+            out.append(ch)
+            if pattern.startswith("^", i + 1):
+                out.append("^")
+                i += 1
+            if pattern.startswith("]", i + 1):
+                out.append(r"\]")
+                i += 1
+        elif ch == ".":
+            out.append(r"[^\n\r\u2028\u2029]")
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _pattern_codepoints(pattern: str) -> set[int]:
+    """Every code point the pattern text mentions, literally or as an escape."""
+    points = {ord(c) for c in pattern}
+    for match in _re.finditer(r"\\u\{([0-9a-fA-F]+)\}|\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})", pattern):
+        points.add(int(next(g for g in match.groups() if g), 16))
+    return points
+
+
+_UTF8_LENGTH_RANGES = {2: (0x80, 0x7FF), 3: (0x800, 0xFFFF), 4: (0x10000, 0x10FFFF)}
+
+
+def _incomplete_tail(data: bytes) -> tuple[str, bytes] | None:
+    """Split ``data`` into decoded text and an incomplete trailing character.
+
+    Returns None when ``data`` is not valid UTF-8 followed by at most one incomplete
+    character.
+    """
+    for cut in range(0, 4):
+        head, tail = data[: len(data) - cut], data[len(data) - cut :]
+        try:
+            text = head.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        return text, tail
+    return None
+
+
+def _tail_candidates(tail: bytes, boundaries: set[int]) -> list[str]:
+    """Characters whose UTF-8 encoding starts with ``tail`` and may matter to a regex."""
+    lead = tail[0]
+    length = 2 if 0xC0 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 4 if 0xF0 <= lead < 0xF8 else 0
+    if length == 0 or len(tail) >= length or any(not 0x80 <= b <= 0xBF for b in tail[1:]):
+        return []
+    lead_bits = {2: 5, 3: 4, 4: 3}[length]
+    value = lead & ((1 << lead_bits) - 1)
+    for b in tail[1:]:
+        value = (value << 6) | (b & 0x3F)
+    free = 6 * (length - len(tail))
+    lo, hi = value << free, (value << free) | ((1 << free) - 1)
+    min_cp, max_cp = _UTF8_LENGTH_RANGES[length]
+    lo, hi = max(lo, min_cp), min(hi, max_cp)
+    points = {lo, hi, 0xD7FF, 0xE000}
+    for b in boundaries:
+        points.update((b - 1, b, b + 1))
+    out = []
+    for cp in sorted(points):
+        if lo <= cp <= hi and not 0xD800 <= cp <= 0xDFFF:
+            out.append(chr(cp))
+    return out
+
+
+class RegexOracle:
+    """Brute-force mask of an ECMA-262 regex (full-match semantics) over a vocabulary.
+
+    Parameters
+    ----------
+    pattern:
+        The ECMA-262 pattern (it is rewritten with :func:`ecma_to_python_regex`).
+    token_bytes:
+        Bytes of every token id; ids with empty bytes are never allowed.
+    eos_token_ids:
+        Allowed exactly when the prefix is a full match.
+    """
+
+    def __init__(self, pattern: str, token_bytes: Sequence[bytes], eos_token_ids: Iterable[int]) -> None:
+        import regex
+
+        self.pattern = pattern
+        self.compiled = regex.compile(ecma_to_python_regex(pattern))
+        self.token_bytes = token_bytes
+        self.eos_token_ids = sorted(set(eos_token_ids))
+        self.boundaries = _pattern_codepoints(pattern) | set(_CLASS_BOUNDARIES)
+
+    def is_viable(self, data: bytes) -> bool:
+        """True when ``data`` can be extended to a full match."""
+        split = _incomplete_tail(data)
+        if split is None:
+            return False
+        text, tail = split
+        if not tail:
+            return self.compiled.fullmatch(text, partial=True) is not None
+        return any(
+            self.compiled.fullmatch(text + ch, partial=True) is not None
+            for ch in _tail_candidates(tail, self.boundaries)
+        )
+
+    def is_complete(self, data: bytes) -> bool:
+        """True when ``data`` is a full match."""
+        try:
+            return self.compiled.fullmatch(data.decode("utf-8")) is not None
+        except UnicodeDecodeError:
+            return False
+
+    def allowed_ids(self, prefix: bytes, special_ids: Iterable[int] = ()) -> set[int]:
+        """Every token id ``t`` with ``prefix + bytes(t)`` viable, plus EOS at full matches."""
+        special = set(special_ids) | set(self.eos_token_ids)
+        allowed = {
+            tid
+            for tid, data in enumerate(self.token_bytes)
+            if data and tid not in special and self.is_viable(prefix + data)
+        }
+        if self.is_complete(prefix):
+            allowed.update(self.eos_token_ids)
+        return allowed
+
+
+def bitmask_to_ids(bitmask_row, vocab_size: int | None = None) -> np.ndarray:
+    """Token ids whose bit is set in one packed int32 row (tensor or array)."""
+    row = np.asarray(bitmask_row.cpu() if hasattr(bitmask_row, "cpu") else bitmask_row).astype(np.int32)
+    bits = np.unpackbits(row.view(np.uint8), bitorder="little")
+    ids = np.nonzero(bits)[0]
+    return ids if vocab_size is None else ids[ids < vocab_size]
+
+
+def ids_to_bitmask(ids: Iterable[int], vocab_size: int) -> np.ndarray:
+    """One packed int32 row with the bits of ``ids`` set."""
+    bits = np.zeros(((vocab_size + 31) // 32) * 32, dtype=np.uint8)
+    bits[list(ids)] = 1
+    return np.packbits(bits, bitorder="little").view(np.int32)

@@ -1,0 +1,133 @@
+"""Exactness of regex token masks against a brute-force oracle on real tokenizers.
+
+At random viable prefixes (reached by sampling tokens the engine allows), the
+engine's mask must equal the set of tokens ``t`` for which ``prefix + bytes(t)`` can
+still be extended to a full match, as decided by the ``regex`` module's partial
+matching over the whole vocabulary (:class:`constrain.testing.RegexOracle`), and EOS
+must be set exactly at full matches.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+
+import numpy as np
+import pytest
+
+from constrain import Compiler, Matcher, TokenizerInfo
+from constrain.testing import RegexOracle, bitmask_to_ids
+
+TOKENIZERS = ["llama-3", "llama-2", "gpt2", "qwen2.5", "mistral-7b-v0.1"]
+
+
+def _thousand_words() -> str:
+    rng = random.Random(7)
+    words = {"".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(2, 9))) for _ in range(1200)}
+    return "|".join(sorted(words)[:1000])
+
+
+PATTERNS = {
+    "date": r"\d{4}-\d{2}-\d{2}",
+    "email": r"[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,4}",
+    "json_number": r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?",
+    "animals": r"(cat|dog|bird|fish|caterpillar|doge)",
+    "bounded_letters": r"[a-z]{3,8}",
+    "full_name": r"[A-Z][a-z]+ [A-Z][a-z]+",
+    "us_phone": r"\(\d{3}\) \d{3}-\d{4}",
+    "intl_phone": r"(\+\d{1,3} )?\d{3}-\d{3}-\d{4}",
+    "cjk_class": r"[\u4e00-\u9fff]{1,4}",
+    "cjk_literal": r"你好(世界|朋友)",
+    "emoji": r"(😀|🎉|🚀)+",
+    "latin1_class": r"[àáâãäåæçèéêë]+",
+    "negated_class": r'[^"\\]{0,12}',
+    "json_string": r'"([^"\\\x00-\x1f]|\\["\\/bfnrt])*"',
+    "literals": r"(true|false|null)",
+    "word_email": r"\w+@\w+\.com",
+    "integer": r"(0|[1-9]\d*)",
+    "uuid": r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+    "ipv4": r"((25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(25[0-5]|2[0-4]\d|1?\d?\d)",
+    "url": r"https?://[a-z0-9.-]+(/[a-z0-9._-]*)*",
+    "repeat_alt": r"(ab|cd)*e?",
+    "spaces": r"\s*yes\s*",
+    "dot": r".{0,10}",
+    "thousand_words": _thousand_words(),
+    "postcode": r"[A-Z]{2}\d{2} ?\d{4}",
+    "title": r"(Mr|Mrs|Ms|Dr)\. [A-Z][a-z]*",
+    "hex_color": r"#[0-9a-fA-F]{6}",
+    "thousands": r"\d+(,\d{3})*",
+    "counted": r"(?:x|y){2}z{0,3}",
+    "accented_words": r"Ünïcödé|ñandú|straße",
+    "astral_class": r"[\u{1F300}-\u{1F5FF}]{2}",
+}
+
+
+@pytest.fixture(scope="module")
+def infos(load_tokenizer):
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = TokenizerInfo.from_huggingface(load_tokenizer(name))
+        return cache[name]
+
+    return get
+
+
+def _check_walk(info: TokenizerInfo, pattern: str, steps: int, seed: int) -> None:
+    """Walk ``steps`` random allowed tokens, comparing the mask to the oracle each time."""
+    compiled = Compiler(info, cache_dir=False).compile_regex(pattern)
+    oracle = RegexOracle(pattern, info.token_bytes, info.eos_token_ids)
+    matcher = Matcher(compiled)
+    bitmask = np.zeros((1, (info.vocab_size + 31) // 32), dtype=np.int32)
+    rng = random.Random(seed)
+    prefix = b""
+    for step in range(steps + 1):
+        matcher.fill_next_token_bitmask(bitmask)
+        got = set(bitmask_to_ids(bitmask[0]).tolist())
+        want = oracle.allowed_ids(prefix, info.special_token_ids)
+        if got != want:
+            extra = sorted(got - want)[:5]
+            missing = sorted(want - got)[:5]
+            pytest.fail(
+                f"mask differs at prefix {prefix!r} (step {step}): "
+                f"wrongly allowed {[info.token_bytes[i] if i < info.num_tokens else i for i in extra]}, "
+                f"wrongly blocked {[info.token_bytes[i] if i < info.num_tokens else i for i in missing]}"
+            )
+        text_ids = [t for t in got if t not in info.eos_token_ids]
+        if not text_ids:
+            break
+        # Prefer tokens that are not single bytes half of the time to move faster.
+        token = rng.choice(text_ids)
+        assert matcher.accept_token(token)
+        prefix += info.token_bytes[token]
+    # A forbidden token is refused and leaves the state unchanged.
+    forbidden = next(t for t in range(info.num_tokens) if t not in got)
+    before = matcher.num_steps
+    assert not matcher.accept_token(forbidden)
+    assert matcher.num_steps == before
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_mask_equals_bruteforce_oracle(infos, tokenizer, name):
+    steps = 2 if name == "thousand_words" or tokenizer != "llama-3" else 4
+    _check_walk(infos(tokenizer), PATTERNS[name], steps=steps, seed=hash((tokenizer, name)) % 1000)
+
+
+@pytest.mark.parametrize("tokenizer", ["llama-2", "llama-3"])
+def test_multibyte_character_split_across_tokens(infos, tokenizer):
+    """A CJK character fed one byte at a time (byte-fallback or byte tokens) is exact."""
+    info = infos(tokenizer)
+    compiled = Compiler(info, cache_dir=False).compile_regex(r"你好(世界|朋友)")
+    matcher = Matcher(compiled)
+    byte_tokens = {data: tid for tid, data in enumerate(info.token_bytes) if len(data) == 1}
+    for byte in "你好世".encode():
+        assert matcher.accept_token(byte_tokens[bytes([byte])]), byte
+    assert not matcher.is_accepting()
+    for byte in "界".encode()[:-1]:
+        assert matcher.accept_token(byte_tokens[bytes([byte])])
+    wrong = "朋".encode()[0]
+    assert not matcher.accept_token(byte_tokens[bytes([wrong])]) or "界".encode()[0] == wrong
+    assert matcher.accept_token(byte_tokens[bytes(["界".encode()[-1]])])
+    assert matcher.is_accepting()
