@@ -115,7 +115,7 @@ class Compiler:
         if cached is not None:
             return cached
         dfa = self._regex_dfa(pattern)
-        compiled = CompiledGrammar(self.tokenizer_info, "regex", pattern, TokenDFA(dfa, self.tokenizer_info))
+        compiled = CompiledGrammar(self.tokenizer_info, "regex", pattern, TokenDFA(dfa, self.tokenizer_info, self._disk))
         return self._memory_put(key, compiled)
 
     # -- caches ----------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .byte_dfa import ByteDFA
+from .cache import DiskCache
 from .token_trie import token_trie_for
 
 __all__ = ["TokenDFA"]
@@ -32,10 +33,10 @@ class TokenDFA:
     ``dict.setdefault``, so two threads racing on one state compute the same row.
     """
 
-    def __init__(self, dfa: ByteDFA, info) -> None:
+    def __init__(self, dfa: ByteDFA, info, disk: DiskCache | None = None) -> None:
         self.dfa = dfa
         self.info = info
-        self.trie = token_trie_for(info)
+        self.trie = token_trie_for(info, disk)
         self.num_words = (info.vocab_size + 31) // 32
         self._rows: dict[int, np.ndarray] = {}
         self._eos_words = np.zeros(self.num_words, dtype=np.uint32)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .cache import DiskCache, content_key
+
 __all__ = ["TokenTrie", "token_trie_for"]
 
 
@@ -72,14 +74,34 @@ _TRIE_CACHE: dict[str, TokenTrie] = {}
 _TRIE_LOCK = threading.Lock()
 
 
-def token_trie_for(info) -> TokenTrie:
-    """The trie of a :class:`~constrain.vocab.TokenizerInfo`, built once per vocabulary hash."""
+_FIELDS = ("node_byte", "node_depth", "node_skip", "node_tok_ptr", "tok_ids")
+
+
+def _load_or_build(info, disk) -> TokenTrie:
+    """From the disk cache when present (skips numba's first-call cost), else built and saved."""
+    key = content_key("token-trie", info.hash)
+    stored = disk.load("trie", key) if disk is not None else None
+    if stored is not None and set(_FIELDS) <= stored.keys() and "max_depth" in stored:
+        return TokenTrie(*(stored[name] for name in _FIELDS), int(stored["max_depth"]))
+    trie = TokenTrie.from_token_bytes(info.token_bytes, info.matchable_token_ids())
+    if disk is not None:
+        arrays = {name: getattr(trie, name) for name in _FIELDS}
+        disk.save("trie", key, {**arrays, "max_depth": np.int64(trie.max_depth)})
+    return trie
+
+
+def token_trie_for(info, disk: DiskCache | None = None) -> TokenTrie:
+    """The trie of a :class:`~constrain.vocab.TokenizerInfo`, built once per vocabulary hash.
+
+    Kept in memory for the process and, when ``disk`` is given, on disk across
+    processes (building it costs ~0.1 s plus ~0.4 s of numba loading on first use).
+    """
     key = info.hash
     trie = _TRIE_CACHE.get(key)
     if trie is None:
         with _TRIE_LOCK:
             trie = _TRIE_CACHE.get(key)
             if trie is None:
-                trie = TokenTrie.from_token_bytes(info.token_bytes, info.matchable_token_ids())
+                trie = _load_or_build(info, disk)
                 _TRIE_CACHE[key] = trie
     return trie
