@@ -10,7 +10,7 @@ import pytest
 import regex
 
 from constrain.cli import DEMO_PATTERN, main
-from tests.conftest import shared_data_dir
+from conftest import shared_data_dir
 
 
 def _tokenizer_path() -> str:

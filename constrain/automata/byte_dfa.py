@@ -270,12 +270,14 @@ def _distinct_columns(trans: np.ndarray) -> np.ndarray:
     return trans[:, keep]
 
 
-def _minimize(trans: np.ndarray, accepting: np.ndarray, start: int):
-    """Moore partition refinement over byte equivalence classes, to a fixpoint."""
-    n = trans.shape[0]
-    columns = _distinct_columns(trans)
-    # A virtual sink (index n) stands for -1 so that every row has a class per column.
-    compact = np.where(columns < 0, n, columns)
+# Hopcroft's splitter bookkeeping beats Moore's full passes on small or chain-like
+# DFAs (a{1000}: 5 ms vs 50 ms), Moore's vectorised passes win on wide ones with
+# many byte classes (a 1,000-word alternation: 77 ms vs 200 ms).
+_HOPCROFT_MAX_CELLS = 20_000
+
+
+def _moore_blocks(compact: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+    """Moore partition refinement, vectorised; ``compact[s, c]`` is ``n`` for the sink."""
     block = np.unique(accepting.astype(np.int64), return_inverse=True)[1].reshape(-1)
     num_blocks = int(block.max()) + 1
     while True:
@@ -289,13 +291,73 @@ def _minimize(trans: np.ndarray, accepting: np.ndarray, start: int):
         new_count = int(key.max()) + 1
         block = key
         if new_count == num_blocks:
-            break
+            return block
         num_blocks = new_count
-    # Renumber blocks so that the start state is 0 and the order follows first visits.
+
+
+def _inverse_transitions(compact: np.ndarray) -> list[list[list[int]]]:
+    """``inverse[c][t]``: the states that go to ``t`` on byte class ``c`` (sink included)."""
+    n = compact.shape[0]
+    inverse = []
+    for column in compact.T:
+        order = np.argsort(column, kind="stable")
+        bounds = np.searchsorted(column[order], np.arange(n + 2)).tolist()
+        sources = order.tolist()
+        inverse.append([sources[bounds[t] : bounds[t + 1]] for t in range(n + 1)])
+    return inverse
+
+
+def _hopcroft_blocks(compact: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+    """Hopcroft's partition refinement; the sink (state ``n``) starts with the rejecting states."""
+    n, num_classes = compact.shape
+    inverse = _inverse_transitions(compact)
+    initial = [set(np.nonzero(accepting)[0].tolist()), set(np.nonzero(~accepting)[0].tolist()) | {n}]
+    blocks = [b for b in initial if b]
+    block_of = [0] * (n + 1)
+    for index, members in enumerate(blocks):
+        for state in members:
+            block_of[state] = index
+    smaller = min(range(len(blocks)), key=lambda i: len(blocks[i]))
+    work = {(smaller, c) for c in range(num_classes)} if len(blocks) == 2 else set()
+    while work:
+        splitter, c = work.pop()
+        by_block: dict[int, list[int]] = {}
+        for target in blocks[splitter]:
+            for state in inverse[c][target]:
+                by_block.setdefault(block_of[state], []).append(state)
+        for index, members in by_block.items():
+            old = blocks[index]
+            if len(members) == len(old):
+                continue
+            part = set(members)
+            old -= part
+            new_index = len(blocks)
+            blocks.append(part)
+            for state in part:
+                block_of[state] = new_index
+            for cls in range(num_classes):
+                if (index, cls) in work:
+                    work.add((new_index, cls))
+                else:
+                    work.add((new_index if len(part) <= len(old) else index, cls))
+    # Dense numbering of the real states' blocks (the sink's block holds only the sink,
+    # because every real state is live).
+    _, dense = np.unique(np.asarray(block_of[:n]), return_inverse=True)
+    return dense.reshape(-1)
+
+
+def _minimize(trans: np.ndarray, accepting: np.ndarray, start: int):
+    """Merge equivalent states; returns (trans, accepting, start) of the quotient DFA."""
+    n = trans.shape[0]
+    columns = _distinct_columns(trans)
+    compact = np.where(columns < 0, n, columns)
+    if compact.size <= _HOPCROFT_MAX_CELLS:
+        block = _hopcroft_blocks(compact, accepting)
+    else:
+        block = _moore_blocks(compact, accepting)
+    num_blocks = int(block.max()) + 1
     representative = np.full(num_blocks, -1, dtype=np.int64)
-    for state in range(n):
-        if representative[block[state]] < 0:
-            representative[block[state]] = state
+    representative[block[::-1]] = np.arange(n - 1, -1, -1)  # first state of each block
     block_trans = trans[representative]
     mapped = np.where(block_trans < 0, -1, block[np.maximum(block_trans, 0)]).astype(np.int32)
     return mapped, accepting[representative], int(block[start])

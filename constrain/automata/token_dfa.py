@@ -44,8 +44,7 @@ class TokenDFA:
             self._eos_words[eos >> 5] |= np.uint32(1 << (eos & 31))
         self._eos_set = frozenset(info.eos_token_ids)
         self._token_bytes = info.token_bytes
-        self._matchable = np.zeros(info.vocab_size, dtype=bool)
-        self._matchable[info.matchable_token_ids()] = True
+        self._matchable = self.trie.matchable
         self._next_rows: dict[int, np.ndarray] = {}
 
     # -- matcher protocol ------------------------------------------------------
@@ -61,7 +60,7 @@ class TokenDFA:
 
     def advance_token(self, state: int, token_id: int) -> int | None:
         """State after a non-EOS token, or None when the token is not allowed there."""
-        if not 0 <= token_id < self.info.num_tokens or not self._matchable[token_id]:
+        if not 0 <= token_id < self._matchable.shape[0] or not self._matchable[token_id]:
             return None
         nxt = self.dfa.walk(state, self._token_bytes[token_id])
         return nxt if nxt >= 0 else None

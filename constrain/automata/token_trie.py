@@ -46,6 +46,16 @@ class TokenTrie:
     max_depth: int
 
     @property
+    def matchable(self) -> np.ndarray:
+        """bool ``[max token id + 1]``: True for the ids in the trie (computed once)."""
+        found = self.__dict__.get("_matchable")
+        if found is None:
+            found = np.zeros(int(self.tok_ids.max()) + 1 if len(self.tok_ids) else 0, dtype=bool)
+            found[self.tok_ids] = True
+            self.__dict__["_matchable"] = found
+        return found
+
+    @property
     def num_nodes(self) -> int:
         return int(self.node_byte.shape[0])
 
