@@ -20,7 +20,11 @@ from .automata.cache import DiskCache, content_key, default_cache
 from .automata.token_dfa import TokenDFA
 from .vocab import TokenizerInfo
 
-__all__ = ["Compiler", "CompiledGrammar"]
+__all__ = ["Compiler", "CompiledGrammar", "MAX_DISK_ROWS_BYTES"]
+
+#: Precomputed mask rows larger than this stay in memory only (64 MiB: about 4,000
+#: states of a 128k vocabulary).
+MAX_DISK_ROWS_BYTES = 64 << 20
 
 
 class CompiledGrammar:
@@ -95,12 +99,22 @@ class Compiler:
         self._max_cached = max_cached
         self._lock = threading.Lock()
 
-    def compile_regex(self, pattern: str) -> CompiledGrammar:
+    def compile_regex(self, pattern: str, *, precompute: bool = False) -> CompiledGrammar:
         """Compile an ECMA-262 regular expression (full-match semantics).
 
         The output must match the whole pattern: ``compile_regex("[0-9]+")`` allows
         ``"42"`` and then EOS, never ``"42a"``.  ``\\d`` is ``[0-9]``, ``\\w`` is
         ``[A-Za-z0-9_]``, ``.`` is any character but a line terminator.
+
+        Parameters
+        ----------
+        pattern:
+            The regex.
+        precompute:
+            Build every state's mask row now instead of on first visit, so that no
+            mask computation later costs more than a copy.  The rows are cached on
+            disk (when they fit in :data:`MAX_DISK_ROWS_BYTES`) and loaded by later
+            compiles of the same pattern for the same tokenizer.
 
         Raises
         ------
@@ -111,12 +125,14 @@ class Compiler:
         if not isinstance(pattern, str):
             raise TypeError(f"Invalid regex: expected str, got {type(pattern).__name__}")
         key = ("regex", pattern)
-        cached = self._memory_get(key)
-        if cached is not None:
-            return cached
-        dfa = self._regex_dfa(pattern)
-        compiled = CompiledGrammar(self.tokenizer_info, "regex", pattern, TokenDFA(dfa, self.tokenizer_info, self._disk))
-        return self._memory_put(key, compiled)
+        compiled = self._memory_get(key)
+        if compiled is None:
+            dfa = self._regex_dfa(pattern)
+            engine = TokenDFA(dfa, self.tokenizer_info, self._disk)
+            compiled = self._memory_put(key, CompiledGrammar(self.tokenizer_info, "regex", pattern, engine))
+        if precompute:
+            self._precompute_rows(compiled.engine, content_key("regex-rows", pattern, self.tokenizer_info.hash))
+        return compiled
 
     # -- caches ----------------------------------------------------------------
     def _regex_dfa(self, pattern: str) -> ByteDFA:
@@ -128,6 +144,15 @@ class Compiler:
         dfa = regex_to_dfa(pattern)
         self._disk.save("dfa", key, {"trans": dfa.trans, "accepting": dfa.accepting, "start": np.int64(dfa.start)})
         return dfa
+
+    def _precompute_rows(self, engine: TokenDFA, key: str) -> None:
+        """All mask rows of ``engine``, from the disk cache when present, else built and saved."""
+        stored = self._disk.load("rows", key)
+        if stored is not None and "rows" in stored and engine.load_rows(stored["rows"]):
+            return
+        rows = engine.precompute()
+        if rows.nbytes <= MAX_DISK_ROWS_BYTES:
+            self._disk.save("rows", key, {"rows": rows})
 
     def _memory_get(self, key: tuple) -> CompiledGrammar | None:
         with self._lock:

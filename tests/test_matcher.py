@@ -144,3 +144,14 @@ def test_disk_cache_round_trip(info, tmp_path):
         path.write_bytes(b"garbage")
     third = Compiler(info, cache_dir=tmp_path).compile_regex(r"(ab|cd){2,5}")
     assert np.array_equal(first.engine.dfa.trans, third.engine.dfa.trans)
+
+
+def test_precompute_rows_cached_on_disk(info, tmp_path):
+    pattern = r"[0-9]{2,3}(-[a-]+)?"
+    lazy = Compiler(info, cache_dir=False).compile_regex(pattern)
+    eager = Compiler(info, cache_dir=tmp_path).compile_regex(pattern, precompute=True)
+    assert len(eager.engine._rows) == eager.engine.dfa.num_states
+    assert any(tmp_path.rglob("rows/*.npz"))
+    loaded = Compiler(info, cache_dir=tmp_path).compile_regex(pattern, precompute=True)
+    for state in range(loaded.engine.dfa.num_states):
+        assert np.array_equal(loaded.engine.mask_words(state), lazy.engine.mask_words(state))

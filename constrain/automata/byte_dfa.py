@@ -183,12 +183,18 @@ def _closure_fn(nfa: _NFA):
 
 def _byte_partition(edges: dict[tuple[int, int], set[int]]):
     """Split the byte axis into intervals on which the set of NFA targets is constant."""
-    points = sorted({lo for lo, _ in edges} | {hi + 1 for _, hi in edges})
+    keys = sorted(edges)
+    if all(a[1] < b[0] for a, b in zip(keys, keys[1:])):
+        # Disjoint ranges (the common case: literals, one class per state).
+        for lo, hi in keys:
+            yield lo, hi + 1, edges[(lo, hi)]
+        return
+    points = sorted({lo for lo, _ in keys} | {hi + 1 for _, hi in keys})
     for a, b in zip(points, points[1:]):
         targets: set[int] = set()
-        for (lo, hi), tgts in edges.items():
+        for lo, hi in keys:
             if lo <= a and b - 1 <= hi:
-                targets |= tgts
+                targets |= edges[(lo, hi)]
         if targets:
             yield a, b, targets
 

@@ -121,10 +121,17 @@ class TokenDFA:
             row = self._next_rows.setdefault(state, row)
         return row
 
-    def precompute(self) -> None:
-        """Build the mask row of every state now (e.g. before timing-sensitive work)."""
+    def precompute(self) -> np.ndarray:
+        """Build the mask row of every state now; returns them stacked ``[states, words]``."""
+        return np.stack([self.mask_words(state) for state in range(self.dfa.num_states)])
+
+    def load_rows(self, rows: np.ndarray) -> bool:
+        """Adopt rows saved from :meth:`precompute`; False (nothing changed) if the shape is off."""
+        if rows.shape != (self.dfa.num_states, self.num_words) or rows.dtype != np.uint32:
+            return False
         for state in range(self.dfa.num_states):
-            self.mask_words(state)
+            self._rows.setdefault(state, rows[state])
+        return True
 
     def memory_bytes(self) -> int:
         """Bytes held by the DFA and the memoised rows (the trie is shared per vocabulary)."""

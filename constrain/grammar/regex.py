@@ -131,6 +131,7 @@ class _Parser:
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
         self.pos = 0
+        self.saw_anchor = False
 
     # -- helpers ---------------------------------------------------------------
     def error(self, message: str, position: int | None = None) -> RegexError:
@@ -178,6 +179,7 @@ class _Parser:
             self.pos += 1
             if self.quantifier_ahead():
                 raise self.error(f"nothing to repeat: '{ch}' cannot be quantified")
+            self.saw_anchor = True
             return _Anchor(ch, start)
         atom = self.atom()
         return self.quantified(atom, start)
@@ -294,6 +296,7 @@ class _Parser:
             raise self.error("named back-reference '\\k<...>' is not supported", start)
         if ch in "AZz":
             # Python-style absolute anchors, a no-op at the ends of a full match.
+            self.saw_anchor = True
             return _Anchor("^" if ch == "A" else "$", start)
         cp = self.character_escape(ch, start)
         return CharSet(((cp, cp),))
@@ -459,4 +462,4 @@ def parse_regex(pattern: str) -> RegexNode:
         raise TypeError(f"Invalid regex: expected str, got {type(pattern).__name__}")
     parser = _Parser(pattern)
     tree = parser.parse()
-    return _strip_anchors(tree, True, True, parser)
+    return _strip_anchors(tree, True, True, parser) if parser.saw_anchor else tree
