@@ -1,0 +1,115 @@
+"""Lark grammar text → terminals and LALR(1) tables, with readable errors.
+
+lark does the heavy lifting (its grammar language, ``%import common.*``, EBNF
+expansion, LALR(1) construction and conflict detection); this module extracts what
+the engine runs on: the terminal definitions (names, patterns, priorities), the
+``%ignore`` set, and the parse tables as integer arrays
+(:class:`~constrain.automata.lalr.ParseTables`).
+
+lark reports conflicts and undefined symbols without positions; the errors raised
+here carry the line and column of the rule or terminal they name, found in the
+grammar text, so the user can go straight to it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..automata.lalr import ParseTables
+from ..errors import GrammarError
+
+__all__ = ["TerminalSpec", "LarkGrammar", "load_lark_grammar"]
+
+_AT_LINE_COLUMN = re.compile(r"at line (\d+) column (\d+)")
+_NAMED_SYMBOL = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)'|<([A-Za-z_][A-Za-z0-9_]*) :|in rule ([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True)
+class TerminalSpec:
+    """A lexer terminal as lark defines it.
+
+    ``pattern`` is a Python-syntax regex when ``is_regex``, else a literal string;
+    ``flags`` are Python regex flags (``"i"`` for case-insensitive literals).
+    """
+
+    name: str
+    pattern: str
+    is_regex: bool
+    flags: frozenset[str]
+    priority: int
+
+
+@dataclass(frozen=True, eq=False)
+class LarkGrammar:
+    """A Lark grammar ready for the engine: terminals, ignored terminals, LALR tables."""
+
+    text: str
+    start: str
+    terminals: tuple[TerminalSpec, ...]
+    ignore: frozenset[str]
+    tables: ParseTables
+
+
+def _definition_position(text: str, name: str) -> tuple[int, int] | None:
+    """Line and column (1-based) where rule or terminal ``name`` is defined in ``text``."""
+    pattern = re.compile(rf"^[ \t]*[?!]?{re.escape(name)}(\.-?\d+)?[ \t]*:", re.MULTILINE)
+    match = pattern.search(text)
+    if match is None:
+        return None
+    line = text.count("\n", 0, match.start()) + 1
+    column = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+    return line, column + (len(match.group(0)) - len(match.group(0).lstrip()))
+
+
+def _grammar_error(text: str, err: Exception) -> GrammarError:
+    """Turn a lark exception into a GrammarError with the best position we can find."""
+    message = str(err).strip()
+    first = message.split("\n\n")[0].strip()
+    where = _AT_LINE_COLUMN.search(message)
+    if where is not None:
+        first = _AT_LINE_COLUMN.sub("", first).rstrip(" ,")
+        return GrammarError(first, int(where.group(1)), int(where.group(2)))
+    line = getattr(err, "line", None)
+    if isinstance(line, int) and line > 0:
+        return GrammarError(first, line, getattr(err, "column", None))
+    # Point at the earliest definition among the symbols the message names (lark
+    # lists colliding rules in no fixed order).
+    names = {next(g for g in match.groups() if g) for match in _NAMED_SYMBOL.finditer(message)}
+    positions = [p for p in (_definition_position(text, name) for name in names) if p is not None]
+    if positions:
+        return GrammarError(" ".join(message.split()), *min(positions))
+    return GrammarError(" ".join(message.split()))
+
+
+def load_lark_grammar(text: str, start: str = "start") -> LarkGrammar:
+    """Build a :class:`LarkGrammar` from Lark grammar text.
+
+    Raises
+    ------
+    GrammarError
+        Syntax errors in the grammar text, undefined or duplicate symbols, and
+        LALR(1) conflicts, with the line and column of the construct where known.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"Invalid grammar: expected str, got {type(text).__name__}")
+    from lark import Lark
+    from lark.exceptions import LarkError
+
+    try:
+        parser = Lark(text, parser="lalr", start=start, lexer="basic")
+    except LarkError as err:
+        raise _grammar_error(text, err) from None
+    terminals = tuple(
+        TerminalSpec(
+            name=t.name,
+            pattern=t.pattern.value,
+            is_regex=type(t.pattern).__name__ == "PatternRE",
+            flags=frozenset(t.pattern.flags),
+            priority=int(t.priority),
+        )
+        for t in parser.terminals
+    )
+    parse_table = parser.parser.parser.parser.parse_table
+    tables = ParseTables.from_lark(parse_table, start, [t.name for t in terminals])
+    return LarkGrammar(text, start, terminals, frozenset(parser.ignore_tokens), tables)
