@@ -125,7 +125,8 @@ def test_dfa_is_minimal_for_alternation_suffixes():
         ("a$b", 1, "anchor"),
         ("[abc", 0, "missing ']'"),
         (r"\q", 0, "unknown escape"),
-        ("(?i)abc", 0, "inline flags"),
+        ("(?x)abc", 0, "flag(s) 'x' are not supported"),
+        ("a(?i)bc", 1, "only allowed at the start"),
         ("[^\\s\\S]", 0, "no string"),
     ],
 )
@@ -136,3 +137,43 @@ def test_errors_name_construct_and_position(pattern, position, fragment):
     assert fragment in str(info.value)
     assert isinstance(info.value, ValueError)
     assert "^" in str(info.value).splitlines()[-1]  # caret excerpt
+
+
+PYTHON_DIALECT = [
+    r"\d+",
+    r"\w+\s?",
+    r"[^\W\d]\w*",
+    r".{1,3}",
+    r"(?i)select|from",
+    r"(?i:ab)c",
+    r"(?s)a.b",
+    r"[^k]+",
+    r"\S\D",
+    r"(?i)[a-c]+",
+    r"(?i)[^s]",
+]
+PY_ALPHABET = "aAbBcCkKsSſK0٣9_ \n\r\u00a0é\u2028x.-"
+
+
+@pytest.mark.parametrize("pattern", PYTHON_DIALECT)
+def test_python_dialect_agrees_with_re(pattern):
+    """Lark grammars use Python's regex dialect: compare with ``re`` itself."""
+    import re
+
+    from constrain.automata.byte_dfa import build_byte_dfa
+    from constrain.grammar.regex import parse_regex
+
+    oracle = re.compile(pattern)
+    dfa = build_byte_dfa(parse_regex(pattern, dialect="python"), pattern)
+    rng = random.Random(pattern)
+    for _ in range(3000):
+        text = "".join(rng.choice(PY_ALPHABET) for _ in range(rng.randint(0, 5)))
+        assert dfa.matches(text.encode()) == bool(oracle.fullmatch(text)), text
+
+
+def test_ignore_case_flag_argument():
+    from constrain.automata.byte_dfa import build_byte_dfa
+    from constrain.grammar.regex import parse_regex
+
+    dfa = build_byte_dfa(parse_regex("select", dialect="python", ignore_case=True))
+    assert dfa.matches(b"SeLeCt") and not dfa.matches(b"selec")

@@ -16,6 +16,7 @@ the construct and its position.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Union
 
@@ -128,10 +129,39 @@ _MAX_REPEAT = 100_000
 class _Parser:
     """Recursive-descent parser over the pattern text; one instance per parse."""
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, dialect: str, ignore_case: bool, dotall: bool) -> None:
+        if dialect not in ("ecma", "python"):
+            raise ValueError(f"Invalid regex dialect: expected 'ecma' or 'python', got {dialect!r}")
         self.pattern = pattern
         self.pos = 0
         self.saw_anchor = False
+        self.python = dialect == "python"
+        # Scoped flags, changed by '(?i)' at the start and by '(?i:...)' groups.
+        self.ignore_case = ignore_case
+        self.dotall = dotall
+
+    # -- character sets under the current dialect and flags -------------------
+    def charset(self, ranges) -> CharSet:
+        """A CharSet of ``ranges``, widened to all case variants under ignore-case."""
+        if self.ignore_case:
+            from .unicode_tables import case_closure
+
+            return CharSet(normalize_ranges(case_closure(tuple(ranges))))
+        return CharSet(tuple(ranges))
+
+    def class_escape_ranges(self, letter: str) -> Ranges:
+        """``\\d \\D \\w \\W \\s \\S`` in this dialect (ASCII in ECMA, Unicode in Python)."""
+        if not self.python:
+            return _CLASS_ESCAPES[letter]
+        from .unicode_tables import python_class_ranges
+
+        ranges = python_class_ranges(letter.lower())
+        return complement_ranges(ranges) if letter.isupper() else ranges
+
+    def dot_ranges(self) -> Ranges:
+        if self.dotall:
+            return ((0, MAX_CODEPOINT),)
+        return ((0, 0x09), (0x0B, MAX_CODEPOINT)) if self.python else _DOT
 
     # -- helpers ---------------------------------------------------------------
     def error(self, message: str, position: int | None = None) -> RegexError:
@@ -238,7 +268,7 @@ class _Parser:
         start = self.pos
         ch = self.take()
         if ch == ".":
-            return CharSet(_DOT)
+            return CharSet(self.dot_ranges())
         if ch == "(":
             return self.group(start)
         if ch == "[":
@@ -249,7 +279,7 @@ class _Parser:
             raise self.error(f"nothing to repeat: '{ch}' has no preceding item", start)
         if ch == "{" and self.brace_quantifier_at(start):
             raise self.error("nothing to repeat: '{' quantifier has no preceding item", start)
-        return CharSet(((ord(ch), ord(ch)),))
+        return self.charset(((ord(ch), ord(ch)),))
 
     def brace_quantifier_at(self, position: int) -> bool:
         saved = self.pos
@@ -277,17 +307,42 @@ class _Parser:
             elif self.starts_with("?P="):
                 raise self.error("back-references are not supported", start)
             else:
-                raise self.error("inline flags and other '(?' group forms are not supported", start)
+                return self.flag_group(start)
         node = self.disjunction()
         if self.peek() != ")":
             raise self.error("missing ')' for the group opened here", start)
         self.pos += 1
         return node
 
+    def flag_group(self, start: int):
+        """``(?is:...)`` scoped flags, or ``(?is)`` flags for the whole pattern at its start."""
+        match = re.match(r"\?([a-zA-Z]*)(?:-([a-zA-Z]*))?([:)])", self.pattern[self.pos :])
+        if match is None:
+            raise self.error("unsupported '(?' group form", start)
+        on, off, kind = match.group(1), match.group(2) or "", match.group(3)
+        unknown = set(on + off) - set("isu")
+        if unknown:
+            letters = "".join(sorted(unknown))
+            raise self.error(f"regex flag(s) '{letters}' are not supported (only i, s, u)", start)
+        self.pos += match.end()
+        saved = (self.ignore_case, self.dotall)
+        self.ignore_case = ("i" in on or saved[0]) and "i" not in off
+        self.dotall = ("s" in on or saved[1]) and "s" not in off
+        if kind == ")":
+            if start != 0:
+                raise self.error("global flags '(?...)' are only allowed at the start of the pattern", start)
+            return EMPTY  # flags stay on for the rest of the pattern
+        node = self.disjunction()
+        if self.peek() != ")":
+            raise self.error("missing ')' for the group opened here", start)
+        self.pos += 1
+        self.ignore_case, self.dotall = saved
+        return node
+
     def atom_escape(self, start: int):
         ch = self.take()
         if ch in _CLASS_ESCAPES:
-            return CharSet(_CLASS_ESCAPES[ch])
+            return CharSet(self.class_escape_ranges(ch))
         if ch in "bB":
             raise self.error(f"word-boundary assertion '\\{ch}' is not supported", start)
         if ch.isdigit() and ch != "0":
@@ -299,7 +354,7 @@ class _Parser:
             self.saw_anchor = True
             return _Anchor("^" if ch == "A" else "$", start)
         cp = self.character_escape(ch, start)
-        return CharSet(((cp, cp),))
+        return self.charset(((cp, cp),))
 
     def character_escape(self, ch: str, start: int) -> int:
         """Code point of an escape that stands for one character (after the backslash)."""
@@ -319,6 +374,11 @@ class _Parser:
             return self.hex_digits(2, start)
         if ch == "u":
             return self.unicode_escape(start)
+        if ch == "U" and self.python:
+            cp = self.hex_digits(8, start)
+            if cp > MAX_CODEPOINT:
+                raise self.error("'\\U' escape beyond U+10FFFF", start)
+            return cp
         if ch in "pP":
             raise self.error(f"Unicode property escapes '\\{ch}{{...}}' are not supported", start)
         if ch.isascii() and ch.isalnum():
@@ -387,7 +447,11 @@ class _Parser:
             else:
                 ranges.append((low, low))
         merged = normalize_ranges(ranges)
-        return CharSet(complement_ranges(merged) if negate else merged)
+        if negate:
+            # Under ignore-case a negated class excludes every variant of its members.
+            excluded = self.charset(merged).ranges
+            return CharSet(complement_ranges(excluded))
+        return self.charset(merged) if self.ignore_case else CharSet(merged)
 
     def class_atom(self):
         """One class member: a code point, or a tuple of ranges for \\d, \\w, \\s..."""
@@ -397,7 +461,7 @@ class _Parser:
             return ord(ch)
         esc = self.take()
         if esc in _CLASS_ESCAPES:
-            return _CLASS_ESCAPES[esc]
+            return self.class_escape_ranges(esc)
         if esc == "b":
             return 0x08
         if esc == "-":
@@ -443,14 +507,22 @@ def _strip_anchors(node, at_start: bool, at_end: bool, parser: _Parser):
     return node
 
 
-def parse_regex(pattern: str) -> RegexNode:
-    """Parse an ECMA-262 regular expression into a tree matching whole strings.
+def parse_regex(pattern: str, *, dialect: str = "ecma", ignore_case: bool = False, dotall: bool = False) -> RegexNode:
+    """Parse a regular expression into a tree matching whole strings.
 
     Parameters
     ----------
     pattern:
         The regex text.  ``^``/``$`` at the ends are accepted and ignored (the
         pattern always matches the whole output).
+    dialect:
+        ``"ecma"`` (ECMA-262, as JSON Schema requires: ASCII ``\\d \\w``, ``.``
+        excludes the four line terminators) or ``"python"`` (Python's ``re`` on str
+        patterns, as Lark grammars use: Unicode ``\\d \\w \\s``, ``.`` excludes only
+        ``\\n``).  Both accept ``(?i)``/``(?s)`` flags at the start and scoped
+        ``(?i:...)`` groups.
+    ignore_case, dotall:
+        Flags for the whole pattern (Python's ``re.I`` and ``re.S``).
 
     Raises
     ------
@@ -460,6 +532,6 @@ def parse_regex(pattern: str) -> RegexNode:
     """
     if not isinstance(pattern, str):
         raise TypeError(f"Invalid regex: expected str, got {type(pattern).__name__}")
-    parser = _Parser(pattern)
+    parser = _Parser(pattern, dialect, ignore_case, dotall)
     tree = parser.parse()
     return _strip_anchors(tree, True, True, parser) if parser.saw_anchor else tree
