@@ -73,6 +73,20 @@ class ByteDFA:
         """True when ``data`` can still be extended to a string of the language."""
         return self.walk(self.start, data) >= 0
 
+    def shortest_match(self) -> "ByteDFA":
+        """The DFA of strings in the language none of whose proper prefixes is in it.
+
+        This is the language of a lazy pattern under ``re.match``: the match ends at
+        the first place it can.  Built by cutting every transition out of an
+        accepting state, then pruning and minimising again.
+        """
+        trans = self.trans.copy()
+        trans[self.accepting] = -1
+        pruned = _prune_dead(trans, self.accepting, self.start)
+        assert pruned is not None  # the start state still reaches its first acceptance
+        trans, accepting, start = _minimize(*pruned)
+        return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), accepting, start)
+
     def _python_rows(self) -> list:
         """``trans`` as nested lists: indexing them is ~5x faster than numpy scalars."""
         if self._rows is None:
