@@ -23,6 +23,7 @@ __all__ = [
     "RegexOracle",
     "bitmask_to_ids",
     "ids_to_bitmask",
+    "GrammarOracle",
 ]
 
 # ECMA-262 classes written out for Python's regex engines.
@@ -206,3 +207,128 @@ def ids_to_bitmask(ids: Iterable[int], vocab_size: int) -> np.ndarray:
     bits = np.zeros(((vocab_size + 31) // 32) * 32, dtype=np.uint8)
     bits[list(ids)] = 1
     return np.packbits(bits, bitorder="little").view(np.int32)
+
+
+class GrammarOracle:
+    """Brute-force mask of a Lark grammar under greedy (longest-match) lexing.
+
+    Independent of the engine's automata: terminals are matched with the ``regex``
+    module (partial matching) and complete lexemes are fed to lark's own LALR
+    parser.  Lexing follows the engine's documented semantics: a lexeme grows while
+    some terminal can still match a longer string, ends at the first character that
+    no terminal can take, and is then the highest-ranked terminal matching it in
+    full (priority, string literals before regexes, name).  Lazy terminals are not
+    supported here.
+    """
+
+    def __init__(self, grammar_text: str, token_bytes: Sequence[bytes], eos_token_ids: Iterable[int],
+                 start: str = "start") -> None:
+        import regex
+        from lark import Lark
+
+        self.lark = Lark(grammar_text, parser="lalr", lexer="basic", start=start)
+        ranked = sorted(self.lark.terminals, key=lambda t: (-t.priority, type(t.pattern).__name__ == "PatternRE", t.name))
+        self.terminals = [
+            (t.name, regex.compile(t.pattern.to_regexp(), flags=regex.IGNORECASE if "i" in t.pattern.flags else 0))
+            for t in ranked
+        ]
+        self.ignored = set(self.lark.ignore_tokens)
+        self.token_bytes = token_bytes
+        self.eos_token_ids = sorted(set(eos_token_ids))
+        self.boundaries = set(range(0x80)) | {0xA0, 0xFF, 0x100, 0x7FF, 0x800, 0xFFFF, 0x10000}
+
+    # -- lexing ----------------------------------------------------------------
+    def _partial(self, text: str) -> list[str]:
+        """Terminals that ``text`` is a prefix of (possibly complete)."""
+        return [name for name, pattern in self.terminals if pattern.fullmatch(text, partial=True)]
+
+    def _complete(self, text: str) -> str | None:
+        """The highest-ranked terminal matching ``text`` in full."""
+        return next((name for name, pattern in self.terminals if pattern.fullmatch(text)), None)
+
+    def _lex(self, text: str, parser, start: int):
+        """Greedily lex ``text[start:]`` feeding lark; returns (parser, remainder start) or None."""
+        from lark import Token
+        from lark.exceptions import UnexpectedInput
+
+        pos, end = start, start
+        while end < len(text):
+            if self._partial(text[pos : end + 1]):
+                end += 1
+                continue
+            name = self._complete(text[pos:end]) if end > pos else None
+            if name is None:
+                return None
+            if name not in self.ignored:
+                parser = parser.copy()
+                try:
+                    parser.feed_token(Token(name, text[pos:end]))
+                except UnexpectedInput:
+                    return None
+            pos = end
+        return parser, pos
+
+    def _remainder_ok(self, parser, remainder: str) -> bool:
+        if not remainder:
+            return True
+        accepts = parser.accepts()
+        return any(name in self.ignored or name in accepts for name in self._partial(remainder))
+
+    def is_viable_text(self, text: str, base=None) -> bool:
+        """Viability of ``text``; ``base`` = (parser, pos) from lexing a prefix of it (its
+        completed lexemes are final under greedy lexing, so only the rest is re-lexed)."""
+        parser, start = base if base is not None else (self.lark.parse_interactive(""), 0)
+        lexed = self._lex(text, parser, start)
+        return lexed is not None and self._remainder_ok(lexed[0], text[lexed[1]:])
+
+    def is_viable(self, data: bytes, base=None) -> bool:
+        split = _incomplete_tail(data)
+        if split is None:
+            return False
+        text, tail = split
+        if not tail:
+            return self.is_viable_text(text, base)
+        return any(self.is_viable_text(text + ch, base) for ch in _tail_candidates(tail, self.boundaries))
+
+    def is_complete(self, data: bytes) -> bool:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        lexed = self._lex(text, self.lark.parse_interactive(""), 0)
+        if lexed is None:
+            return False
+        parser, pos = lexed
+        remainder = text[pos:]
+        if remainder:
+            name = self._complete(remainder)
+            if name is None:
+                return False
+            if name not in self.ignored:
+                from lark import Token
+                from lark.exceptions import UnexpectedInput
+
+                parser = parser.copy()
+                try:
+                    parser.feed_token(Token(name, remainder))
+                except UnexpectedInput:
+                    return False
+        return "$END" in parser.accepts()
+
+    def allowed_ids(self, prefix: bytes, special_ids: Iterable[int] = ()) -> set[int]:
+        """Every token id ``t`` with ``prefix + bytes(t)`` viable, plus EOS when complete."""
+        special = set(special_ids) | set(self.eos_token_ids)
+        base = None
+        try:
+            prefix_text = prefix.decode("utf-8")
+        except UnicodeDecodeError:
+            prefix_text = None
+        if prefix_text is not None:
+            base = self._lex(prefix_text, self.lark.parse_interactive(""), 0)
+            if base is None:
+                return set()
+        allowed = {tid for tid, data in enumerate(self.token_bytes)
+                   if data and tid not in special and self.is_viable(prefix + data, base)}
+        if self.is_complete(prefix):
+            allowed.update(self.eos_token_ids)
+        return allowed

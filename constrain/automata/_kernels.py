@@ -94,3 +94,54 @@ def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
             count += 1
         i += 1
     return count
+
+
+@njit(cache=True, nogil=True)
+def walk_lexer(trans, label, ignored, start_state, lex_start, node_byte, node_depth, node_skip, node_tok_ptr,
+               tok_ids, max_depth, out_state, out_nb, out_start, buffer):
+    """Walk the token trie through a lexer DFA with greedy (longest, no backtracking) lexing.
+
+    From lexer state ``start_state``, a byte with no transition ends the current
+    lexeme (which must be accepting: its label is the terminal) and starts a new one
+    from ``lex_start``.  For every token that survives, writes the lexer state it
+    ends in (``out_state``), how many non-ignored terminals it completes
+    (``out_nb``), and where those terminal ids start in ``buffer`` (``out_start``).
+    Other tokens keep ``out_state = -1``.  Returns the number of buffer slots used.
+    """
+    states = np.empty(max_depth + 1, np.int32)
+    nbs = np.zeros(max_depth + 1, np.int32)
+    path = np.empty(max_depth + 1, np.int32)  # completed terminals along the current path
+    states[0] = start_state
+    n = node_byte.shape[0]
+    pos = 0
+    i = 0
+    while i < n:
+        d = node_depth[i]
+        q = states[d - 1]
+        nb = nbs[d - 1]
+        b = node_byte[i]
+        s = trans[q, b]
+        if s < 0:
+            term = label[q]
+            if term < 0:
+                i = node_skip[i]
+                continue
+            s = trans[lex_start, b]
+            if s < 0:
+                i = node_skip[i]
+                continue
+            if not ignored[term]:
+                path[nb] = term
+                nb += 1
+        states[d] = s
+        nbs[d] = nb
+        for k in range(node_tok_ptr[i], node_tok_ptr[i + 1]):
+            t = tok_ids[k]
+            out_state[t] = s
+            out_nb[t] = nb
+            out_start[t] = pos
+            for j in range(nb):
+                buffer[pos + j] = path[j]
+            pos += nb
+        i += 1
+    return pos

@@ -25,7 +25,7 @@ from ..errors import RegexError
 from ..grammar.regex import Alt, CharSet, Concat, Repeat, RegexNode, parse_regex
 from .utf8 import ranges_to_utf8_sequences
 
-__all__ = ["ByteDFA", "build_byte_dfa", "regex_to_dfa"]
+__all__ = ["ByteDFA", "build_byte_dfa", "build_labeled_dfa", "regex_to_dfa"]
 
 # Guard against patterns like (a{1000}){1000} whose expansion is astronomically large.
 MAX_NFA_STATES = 2_000_000
@@ -82,10 +82,10 @@ class ByteDFA:
         """
         trans = self.trans.copy()
         trans[self.accepting] = -1
-        pruned = _prune_dead(trans, self.accepting, self.start)
+        pruned = _prune_dead(trans, np.where(self.accepting, 0, -1).astype(np.int32), self.start)
         assert pruned is not None  # the start state still reaches its first acceptance
-        trans, accepting, start = _minimize(*pruned)
-        return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), accepting, start)
+        trans, labels, start = _minimize(*pruned)
+        return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), labels >= 0, start)
 
     def _python_rows(self) -> list:
         """``trans`` as nested lists: indexing them is ~5x faster than numpy scalars."""
@@ -213,8 +213,12 @@ def _byte_partition(edges: dict[tuple[int, int], set[int]]):
             yield a, b, targets
 
 
-def _subset_construction(nfa: _NFA, start: int, final: int):
-    """Determinise the NFA; returns (trans, accepting) with -1 for missing bytes."""
+def _subset_construction(nfa: _NFA, start: int, finals: dict[int, int]):
+    """Determinise the NFA; returns (trans, labels) with -1 for missing bytes.
+
+    ``finals`` maps accepting NFA states to a rank; a DFA state's label is the
+    smallest rank among its accepting members (-1: not accepting).
+    """
     closure = _closure_fn(nfa)
     start_set = closure(start)
     index: dict[frozenset[int], int] = {start_set: 0}
@@ -241,8 +245,9 @@ def _subset_construction(nfa: _NFA, start: int, final: int):
             row[a:b] = dfa_state
         rows.append(row)
     trans = np.stack(rows) if rows else np.full((1, 256), -1, dtype=np.int32)
-    accepting = np.array([final in members for members in order], dtype=bool)
-    return trans, accepting
+    labels = np.array([min((finals[m] for m in members if m in finals), default=-1) for members in order],
+                      dtype=np.int32)
+    return trans, labels
 
 
 def _live_states(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
@@ -264,15 +269,15 @@ def _live_states(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     return live
 
 
-def _prune_dead(trans: np.ndarray, accepting: np.ndarray, start: int):
-    """Drop states that cannot reach acceptance; their incoming bytes become -1."""
-    live = _live_states(trans, accepting)
+def _prune_dead(trans: np.ndarray, labels: np.ndarray, start: int):
+    """Drop states that cannot reach acceptance (label >= 0); their incoming bytes become -1."""
+    live = _live_states(trans, labels >= 0)
     if not live[start]:
         return None
     new_index = np.full(trans.shape[0] + 1, -1, dtype=np.int32)  # last slot maps -1 to -1
     new_index[np.nonzero(live)[0]] = np.arange(int(live.sum()), dtype=np.int32)
     pruned = new_index[trans[live]]
-    return pruned, accepting[live], int(new_index[start])
+    return pruned, labels[live], int(new_index[start])
 
 
 def _distinct_columns(trans: np.ndarray) -> np.ndarray:
@@ -296,9 +301,9 @@ def _distinct_columns(trans: np.ndarray) -> np.ndarray:
 _HOPCROFT_MAX_CELLS = 20_000
 
 
-def _moore_blocks(compact: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+def _moore_blocks(compact: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Moore partition refinement, vectorised; ``compact[s, c]`` is ``n`` for the sink."""
-    block = np.unique(accepting.astype(np.int64), return_inverse=True)[1].reshape(-1)
+    block = np.unique(labels.astype(np.int64), return_inverse=True)[1].reshape(-1)
     num_blocks = int(block.max()) + 1
     while True:
         extended = np.append(block, num_blocks)  # the sink gets a class of its own
@@ -327,18 +332,21 @@ def _inverse_transitions(compact: np.ndarray) -> list[list[list[int]]]:
     return inverse
 
 
-def _hopcroft_blocks(compact: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+def _hopcroft_blocks(compact: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Hopcroft's partition refinement; the sink (state ``n``) starts with the rejecting states."""
     n, num_classes = compact.shape
     inverse = _inverse_transitions(compact)
-    initial = [set(np.nonzero(accepting)[0].tolist()), set(np.nonzero(~accepting)[0].tolist()) | {n}]
-    blocks = [b for b in initial if b]
+    by_label: dict[int, set[int]] = {-1: {n}}
+    for state, label in enumerate(labels.tolist()):
+        by_label.setdefault(label, set()).add(state)
+    blocks = list(by_label.values())
     block_of = [0] * (n + 1)
     for index, members in enumerate(blocks):
         for state in members:
             block_of[state] = index
-    smaller = min(range(len(blocks)), key=lambda i: len(blocks[i]))
-    work = {(smaller, c) for c in range(num_classes)} if len(blocks) == 2 else set()
+    # Splitting by every initial block but the largest is enough (Hopcroft's lemma).
+    largest = max(range(len(blocks)), key=lambda i: len(blocks[i]))
+    work = {(i, c) for i in range(len(blocks)) if i != largest for c in range(num_classes)}
     while work:
         splitter, c = work.pop()
         by_block: dict[int, list[int]] = {}
@@ -366,21 +374,21 @@ def _hopcroft_blocks(compact: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     return dense.reshape(-1)
 
 
-def _minimize(trans: np.ndarray, accepting: np.ndarray, start: int):
-    """Merge equivalent states; returns (trans, accepting, start) of the quotient DFA."""
+def _minimize(trans: np.ndarray, labels: np.ndarray, start: int):
+    """Merge equivalent states (same label, same futures); returns (trans, labels, start)."""
     n = trans.shape[0]
     columns = _distinct_columns(trans)
     compact = np.where(columns < 0, n, columns)
     if compact.size <= _HOPCROFT_MAX_CELLS:
-        block = _hopcroft_blocks(compact, accepting)
+        block = _hopcroft_blocks(compact, labels)
     else:
-        block = _moore_blocks(compact, accepting)
+        block = _moore_blocks(compact, labels)
     num_blocks = int(block.max()) + 1
     representative = np.full(num_blocks, -1, dtype=np.int64)
     representative[block[::-1]] = np.arange(n - 1, -1, -1)  # first state of each block
     block_trans = trans[representative]
     mapped = np.where(block_trans < 0, -1, block[np.maximum(block_trans, 0)]).astype(np.int32)
-    return mapped, accepting[representative], int(block[start])
+    return mapped, labels[representative], int(block[start])
 
 
 def build_byte_dfa(tree: RegexNode, pattern: str = "") -> ByteDFA:
@@ -395,12 +403,38 @@ def build_byte_dfa(tree: RegexNode, pattern: str = "") -> ByteDFA:
     nfa = _NFA()
     start, final = nfa.new_state(), nfa.new_state()
     nfa.build(tree, start, final)
-    trans, accepting = _subset_construction(nfa, start, final)
-    pruned = _prune_dead(trans, accepting, 0)
+    trans, labels = _subset_construction(nfa, start, {final: 0})
+    pruned = _prune_dead(trans, labels, 0)
     if pruned is None:
         raise RegexError("the pattern matches no string at all", pattern, 0)
-    trans, accepting, start_state = _minimize(*pruned)
-    return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), accepting, start_state)
+    trans, labels, start_state = _minimize(*pruned)
+    return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), labels >= 0, start_state)
+
+
+def build_labeled_dfa(trees, shortest) -> tuple[np.ndarray, np.ndarray, int]:
+    """Union DFA of several regex trees, for a lexer: ``(trans, labels, start)``.
+
+    A state's label is the index of the first tree (in the given order, i.e. the
+    tie-break order) that accepts there, -1 if none.  States labelled with a
+    ``shortest`` tree lose their outgoing bytes (a lazy terminal ends at its first
+    acceptance).  Minimal, every state live.
+    """
+    nfa = _NFA()
+    start = nfa.new_state()
+    finals: dict[int, int] = {}
+    for index, tree in enumerate(trees):
+        final = nfa.new_state()
+        nfa.build(tree, start, final)
+        finals[final] = index
+    trans, labels = _subset_construction(nfa, start, finals)
+    cut = np.asarray(list(shortest), dtype=bool)
+    if cut.any():
+        trans[(labels >= 0) & cut[np.maximum(labels, 0)]] = -1
+    pruned = _prune_dead(trans, labels, 0)
+    if pruned is None:
+        raise RegexError("no terminal matches any string", "", 0)
+    trans, labels, start_state = _minimize(*pruned)
+    return np.ascontiguousarray(trans, dtype=np.int32), labels.astype(np.int32), start_state
 
 
 def regex_to_dfa(pattern: str) -> ByteDFA:

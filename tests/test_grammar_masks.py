@@ -1,0 +1,96 @@
+"""Exactness of CFG token masks against a brute-force oracle (lark's parser + ``regex``).
+
+At random viable prefixes (reached by sampling tokens the engine allows), the mask
+must equal the set of tokens that keep the text a viable prefix, EOS included, as
+decided by :class:`constrain.testing.GrammarOracle` over the whole vocabulary.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+import numpy as np
+import pytest
+
+from constrain import Matcher, TokenizerInfo
+from constrain.automata.grammar_engine import GrammarEngine
+from constrain.compiler import CompiledGrammar
+from constrain.grammar.lark_grammar import load_lark_grammar
+from constrain.testing import GrammarOracle, bitmask_to_ids
+
+GRAMMARS = {
+    "json": r"""
+        ?start: value
+        ?value: object | array | STRING | NUMBER | "true" | "false" | "null"
+        array: "[" [value ("," value)*] "]"
+        object: "{" [pair ("," pair)*] "}"
+        pair: STRING ":" value
+        STRING: /"([^"\\\x00-\x1f]|\\["\\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/
+        NUMBER: /-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/
+        %ignore /[ \t\n\r]+/
+    """,
+    "arithmetic": r"""
+        start: expr
+        expr: expr ("+"|"-") term | term
+        term: term ("*"|"/") factor | factor
+        factor: INT | "(" expr ")" | "-" factor
+        INT: /[0-9]+/
+        %ignore " "
+    """,
+    "keywords": r"""
+        start: stmt+
+        stmt: "let" NAME "=" NAME ";" | "print" NAME ";"
+        NAME: /[a-z]+/
+        %ignore " "
+    """,
+    "sexpr": r"""
+        start: sexpr
+        sexpr: ATOM | "(" sexpr* ")"
+        ATOM: /[a-z0-9]+/
+        %ignore " "
+    """,
+}
+
+
+@pytest.fixture(scope="module")
+def infos(load_tokenizer):
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = TokenizerInfo.from_huggingface(load_tokenizer(name))
+        return cache[name]
+
+    return get
+
+
+def _walk(info, grammar_text, steps, seed):
+    grammar = load_lark_grammar(grammar_text)
+    compiled = CompiledGrammar(info, "grammar", grammar_text, GrammarEngine(grammar, info))
+    oracle = GrammarOracle(grammar_text, info.token_bytes, info.eos_token_ids)
+    matcher = Matcher(compiled)
+    bitmask = np.zeros((1, (info.vocab_size + 31) // 32), dtype=np.int32)
+    rng = random.Random(seed)
+    prefix = b""
+    for step in range(steps + 1):
+        matcher.fill_next_token_bitmask(bitmask)
+        got = set(bitmask_to_ids(bitmask[0]).tolist())
+        want = oracle.allowed_ids(prefix, info.special_token_ids)
+        if got != want:
+            extra = [info.token_bytes[i] if i < info.num_tokens else i for i in sorted(got - want)[:5]]
+            missing = [info.token_bytes[i] if i < info.num_tokens else i for i in sorted(want - got)[:5]]
+            pytest.fail(f"mask differs at {prefix!r} (step {step}): wrongly allowed {extra}, wrongly blocked {missing}")
+        text_ids = sorted(t for t in got if t not in info.eos_token_ids)
+        if not text_ids:
+            break
+        token = rng.choice(text_ids)
+        assert matcher.accept_token(token)
+        prefix += info.token_bytes[token]
+
+
+@pytest.mark.parametrize("tokenizer", ["llama-2", "llama-3"])
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_grammar_mask_equals_oracle(infos, tokenizer, name):
+    steps = 4 if tokenizer == "llama-2" else 2  # the oracle costs ~1 s per check on 128k tokens
+    _walk(infos(tokenizer), GRAMMARS[name], steps=steps, seed=zlib.crc32(f"{tokenizer}/{name}".encode()))
