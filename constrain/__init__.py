@@ -46,7 +46,9 @@ _LAZY = {
     "get_bitmask_shape": "constrain.kernels",
     "ConstrainedLogitsProcessor": "constrain.samplers.processor",
     "RegexLogitsProcessor": "constrain.samplers.processor",
+    "GrammarLogitsProcessor": "constrain.samplers.processor",
     "generate_regex": "constrain.api",
+    "generate_grammar": "constrain.api",
 }
 
 __all__ = [

@@ -12,7 +12,7 @@ from typing import Any
 from .compiler import CompiledGrammar
 from .errors import ConstrainError
 
-__all__ = ["generate_regex", "generate_constrained", "model_vocab_size"]
+__all__ = ["generate_regex", "generate_grammar", "generate_constrained", "model_vocab_size"]
 
 
 def model_vocab_size(model: Any) -> int | None:
@@ -118,4 +118,30 @@ def generate_regex(
     from .samplers.processor import compiler_for
 
     compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_regex(pattern)
+    return generate_constrained(compiled, prompt, model, tokenizer, **generate_kwargs)
+
+
+def generate_grammar(
+    grammar: str,
+    prompt: str | list[str],
+    model: Any,
+    tokenizer: Any,
+    *,
+    start: str = "start",
+    **generate_kwargs: Any,
+) -> str | list[str]:
+    """Generate a complete sentence of a Lark grammar (LALR(1)).
+
+    ``grammar`` is Lark grammar text, or the name of a built-in grammar (``"json"``).
+
+    Examples
+    --------
+    >>> generate_grammar("json", "A JSON object: ", model, tokenizer)  # doctest: +SKIP
+    '{"name": "x"}'
+    """
+    from .grammar.builtin import BUILTIN_GRAMMARS, builtin_grammar
+    from .samplers.processor import compiler_for
+
+    text = builtin_grammar(grammar) if grammar in BUILTIN_GRAMMARS else grammar
+    compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_grammar(text, start=start)
     return generate_constrained(compiled, prompt, model, tokenizer, **generate_kwargs)

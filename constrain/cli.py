@@ -56,31 +56,43 @@ def _tiny_model(vocab_size: int, seed: int) -> Any:
     return LlamaForCausalLM(config).eval()
 
 
-def _constraint_source(args: argparse.Namespace) -> str:
+def _read_file(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConstrainError(f"cannot read {what} file {path!r}: {err.strerror}") from err
+
+
+def _constraint_source(args: argparse.Namespace) -> tuple[str, str]:
+    """(kind, text): ``("regex", pattern)`` or ``("grammar", lark text)``."""
     if args.regex is not None:
-        return args.regex
+        return "regex", args.regex
     if args.regex_file is not None:
-        try:
-            return Path(args.regex_file).read_text(encoding="utf-8").rstrip("\n")
-        except OSError as err:
-            raise ConstrainError(f"cannot read regex file {args.regex_file!r}: {err.strerror}") from err
-    return DEMO_PATTERN
+        return "regex", _read_file(args.regex_file, "regex").rstrip("\n")
+    if args.grammar is not None:
+        return "grammar", _read_file(args.grammar, "grammar")
+    if args.builtin is not None:
+        from .grammar.builtin import builtin_grammar
+
+        return "grammar", builtin_grammar(args.builtin)
+    return "regex", DEMO_PATTERN
 
 
 def _generate(args: argparse.Namespace, model: Any, tokenizer: Any) -> int:
     import torch
 
-    from .api import generate_regex
+    from .api import generate_grammar, generate_regex
 
-    pattern = _constraint_source(args)
+    kind, source = _constraint_source(args)
     torch.manual_seed(args.seed)
     kwargs: dict[str, Any] = {"max_new_tokens": args.max_new_tokens}
     if args.sample:
         kwargs.update(do_sample=True, temperature=args.temperature)
     else:
         kwargs.update(do_sample=False)
+    generate = generate_regex if kind == "regex" else generate_grammar
     start = time.perf_counter()
-    outputs = generate_regex(pattern, [args.prompt] * args.num, model, tokenizer, **kwargs)
+    outputs = generate(source, [args.prompt] * args.num, model, tokenizer, **kwargs)
     elapsed = time.perf_counter() - start
     for text in outputs:
         print(text)
@@ -102,7 +114,9 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     tokenizer = _load_tokenizer(args.tokenizer or _default_tokenizer())
     model = _tiny_model(len(tokenizer), args.seed)
-    print(f"# tiny random Llama, vocabulary {len(tokenizer)}; regex {_constraint_source(args)!r}", file=sys.stderr)
+    kind, source = _constraint_source(args)
+    shown = source if len(source) < 80 else source[:77] + "..."
+    print(f"# tiny random Llama, vocabulary {len(tokenizer)}; {kind} {shown!r}", file=sys.stderr)
     return _generate(args, model, tokenizer)
 
 
@@ -110,6 +124,8 @@ def _add_generation_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--regex", help="ECMA-262 regex the output must match in full")
     group.add_argument("--regex-file", help="file holding the regex")
+    group.add_argument("--grammar", help="Lark grammar file (LALR(1)) the output must be a sentence of")
+    group.add_argument("--builtin", choices=["json"], help="a built-in grammar")
     parser.add_argument("--prompt", default="Output: ", help="prompt text")
     parser.add_argument("--tokenizer", help="tokenizer hub id or local path (default: the model's)")
     parser.add_argument("-n", "--num", type=int, default=3, help="number of outputs")

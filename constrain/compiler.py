@@ -26,6 +26,9 @@ __all__ = ["Compiler", "CompiledGrammar", "MAX_DISK_ROWS_BYTES"]
 #: states of a 128k vocabulary).
 MAX_DISK_ROWS_BYTES = 64 << 20
 
+#: Default bound on one run of ignored whitespace in grammars (bytes).
+DEFAULT_MAX_IGNORE_LEN = 64
+
 
 class CompiledGrammar:
     """A constraint compiled for one tokenizer: immutable and safe to share across threads.
@@ -40,7 +43,7 @@ class CompiledGrammar:
         The constraint as the user gave it.
     """
 
-    def __init__(self, tokenizer_info: TokenizerInfo, kind: str, source: Any, engine: TokenDFA) -> None:
+    def __init__(self, tokenizer_info: TokenizerInfo, kind: str, source: Any, engine: Any) -> None:
         self.tokenizer_info = tokenizer_info
         self.kind = kind
         self.source = source
@@ -133,6 +136,41 @@ class Compiler:
         if precompute:
             self._precompute_rows(compiled.engine, content_key("regex-rows", pattern, self.tokenizer_info.hash))
         return compiled
+
+    def compile_grammar(
+        self, grammar: str, *, start: str = "start", max_ignore_len: int | None = DEFAULT_MAX_IGNORE_LEN
+    ) -> CompiledGrammar:
+        """Compile a Lark grammar (LALR(1)); the output must be a complete sentence.
+
+        Terminals are lexed greedily (longest match; ties go to the higher priority,
+        then to string literals over regexes), ``%ignore`` terminals may appear
+        between any two terminals.  See :mod:`constrain.automata.grammar_engine`.
+
+        ``max_ignore_len`` bounds each run of ignored *whitespace* to that many bytes
+        (default 64), so that a model cannot loop on spaces where the grammar only
+        tolerates them; ``None`` lifts the bound.  Ignored comments are not bounded.
+
+        Raises
+        ------
+        GrammarError
+            Malformed grammars, LALR(1) conflicts, undefined symbols and terminals
+            that use non-regular constructs, with line and column where known.
+        """
+        from .automata.grammar_engine import GrammarEngine
+        from .grammar.lark_grammar import load_lark_grammar
+
+        key = ("grammar", grammar, start, max_ignore_len)
+        compiled = self._memory_get(key)
+        if compiled is None:
+            engine = GrammarEngine(load_lark_grammar(grammar, start), self.tokenizer_info, self._disk, max_ignore_len)
+            compiled = self._memory_put(key, CompiledGrammar(self.tokenizer_info, "grammar", grammar, engine))
+        return compiled
+
+    def compile_builtin(self, name: str) -> CompiledGrammar:
+        """Compile a grammar shipped with constrain: ``"json"`` (RFC 8259)."""
+        from .grammar.builtin import builtin_grammar
+
+        return self.compile_grammar(builtin_grammar(name))
 
     # -- caches ----------------------------------------------------------------
     def _regex_dfa(self, pattern: str) -> ByteDFA:

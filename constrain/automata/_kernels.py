@@ -97,13 +97,13 @@ def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
 
 
 @njit(cache=True, nogil=True)
-def walk_lexer(trans, label, ignored, start_state, lex_start, node_byte, node_depth, node_skip, node_tok_ptr,
+def walk_lexer(trans, label, ignored, start_state, restart, node_byte, node_depth, node_skip, node_tok_ptr,
                tok_ids, max_depth, out_state, out_nb, out_start, buffer):
     """Walk the token trie through a lexer DFA with greedy (longest, no backtracking) lexing.
 
     From lexer state ``start_state``, a byte with no transition ends the current
     lexeme (which must be accepting: its label is the terminal) and starts a new one
-    from ``lex_start``.  For every token that survives, writes the lexer state it
+    from ``restart[terminal]``.  For every token that survives, writes the lexer state it
     ends in (``out_state``), how many non-ignored terminals it completes
     (``out_nb``), and where those terminal ids start in ``buffer`` (``out_start``).
     Other tokens keep ``out_state = -1``.  Returns the number of buffer slots used.
@@ -126,7 +126,7 @@ def walk_lexer(trans, label, ignored, start_state, lex_start, node_byte, node_de
             if term < 0:
                 i = node_skip[i]
                 continue
-            s = trans[lex_start, b]
+            s = trans[restart[term], b]
             if s < 0:
                 i = node_skip[i]
                 continue

@@ -82,9 +82,9 @@ class ByteDFA:
         """
         trans = self.trans.copy()
         trans[self.accepting] = -1
-        pruned = _prune_dead(trans, np.where(self.accepting, 0, -1).astype(np.int32), self.start)
+        pruned = _prune_dead(trans, np.where(self.accepting, 0, -1).astype(np.int32), (self.start,))
         assert pruned is not None  # the start state still reaches its first acceptance
-        trans, labels, start = _minimize(*pruned)
+        trans, labels, (start,) = _minimize(*pruned)
         return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), labels >= 0, start)
 
     def _python_rows(self) -> list:
@@ -124,6 +124,37 @@ class _NFA:
             self.build_repeat(node, start, end)
         else:  # pragma: no cover - the parser produces nothing else
             raise TypeError(f"unknown regex node {node!r}")
+
+    def build_bounded(self, dfa: "ByteDFA", start: int, end: int, max_len: int) -> None:
+        """Wire the strings of ``dfa`` of at most ``max_len`` bytes between ``start`` and ``end``.
+
+        The DFA is unrolled by length (one NFA state per reachable (state, length)),
+        so the fragment is acyclic: a lexer built from it cannot loop.
+        """
+        rows = dfa._python_rows()
+        ids = {(dfa.start, 0): start}
+        queue = [(dfa.start, 0)]
+        while queue:
+            state, length = queue.pop()
+            here = ids[(state, length)]
+            if dfa.accepting[state] and length > 0:
+                self.eps[here].append(end)
+            if length == max_len:
+                continue
+            byte = 0
+            row = rows[state]
+            while byte < 256:  # group runs of bytes with the same target into ranges
+                target = row[byte]
+                last = byte
+                while last + 1 < 256 and row[last + 1] == target:
+                    last += 1
+                if target >= 0:
+                    key = (target, length + 1)
+                    if key not in ids:
+                        ids[key] = self.new_state()
+                        queue.append(key)
+                    self.edges[here].append((byte, last, ids[key]))
+                byte = last + 1
 
     def build_charset(self, node: CharSet, start: int, end: int) -> None:
         # Sequences sharing a suffix (e.g. the trailing [80-BF][80-BF]) share states.
@@ -213,16 +244,20 @@ def _byte_partition(edges: dict[tuple[int, int], set[int]]):
             yield a, b, targets
 
 
-def _subset_construction(nfa: _NFA, start: int, finals: dict[int, int]):
+def _subset_construction(nfa: _NFA, starts: tuple[int, ...], finals: dict[int, int]):
     """Determinise the NFA; returns (trans, labels) with -1 for missing bytes.
 
     ``finals`` maps accepting NFA states to a rank; a DFA state's label is the
     smallest rank among its accepting members (-1: not accepting).
     """
     closure = _closure_fn(nfa)
-    start_set = closure(start)
-    index: dict[frozenset[int], int] = {start_set: 0}
-    order = [start_set]
+    index: dict[frozenset[int], int] = {}
+    order: list[frozenset[int]] = []
+    for start in starts:  # DFA states 0..len(starts)-1 (or fewer, if two coincide) are the starts
+        start_set = closure(start)
+        if start_set not in index:
+            index[start_set] = len(order)
+            order.append(start_set)
     rows: list[np.ndarray] = []
     while len(rows) < len(order):
         members = order[len(rows)]
@@ -247,7 +282,7 @@ def _subset_construction(nfa: _NFA, start: int, finals: dict[int, int]):
     trans = np.stack(rows) if rows else np.full((1, 256), -1, dtype=np.int32)
     labels = np.array([min((finals[m] for m in members if m in finals), default=-1) for members in order],
                       dtype=np.int32)
-    return trans, labels
+    return trans, labels, tuple(index[closure(start)] for start in starts)
 
 
 def _live_states(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
@@ -269,15 +304,18 @@ def _live_states(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     return live
 
 
-def _prune_dead(trans: np.ndarray, labels: np.ndarray, start: int):
-    """Drop states that cannot reach acceptance (label >= 0); their incoming bytes become -1."""
+def _prune_dead(trans: np.ndarray, labels: np.ndarray, starts: tuple[int, ...]):
+    """Drop states that cannot reach acceptance (label >= 0); their incoming bytes become -1.
+
+    Returns None when a start state is dead (its language is empty).
+    """
     live = _live_states(trans, labels >= 0)
-    if not live[start]:
+    if not all(live[start] for start in starts):
         return None
     new_index = np.full(trans.shape[0] + 1, -1, dtype=np.int32)  # last slot maps -1 to -1
     new_index[np.nonzero(live)[0]] = np.arange(int(live.sum()), dtype=np.int32)
     pruned = new_index[trans[live]]
-    return pruned, labels[live], int(new_index[start])
+    return pruned, labels[live], tuple(int(new_index[start]) for start in starts)
 
 
 def _distinct_columns(trans: np.ndarray) -> np.ndarray:
@@ -374,7 +412,7 @@ def _hopcroft_blocks(compact: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return dense.reshape(-1)
 
 
-def _minimize(trans: np.ndarray, labels: np.ndarray, start: int):
+def _minimize(trans: np.ndarray, labels: np.ndarray, starts: tuple[int, ...]):
     """Merge equivalent states (same label, same futures); returns (trans, labels, start)."""
     n = trans.shape[0]
     columns = _distinct_columns(trans)
@@ -388,7 +426,7 @@ def _minimize(trans: np.ndarray, labels: np.ndarray, start: int):
     representative[block[::-1]] = np.arange(n - 1, -1, -1)  # first state of each block
     block_trans = trans[representative]
     mapped = np.where(block_trans < 0, -1, block[np.maximum(block_trans, 0)]).astype(np.int32)
-    return mapped, labels[representative], int(block[start])
+    return mapped, labels[representative], tuple(int(block[start]) for start in starts)
 
 
 def build_byte_dfa(tree: RegexNode, pattern: str = "") -> ByteDFA:
@@ -403,38 +441,50 @@ def build_byte_dfa(tree: RegexNode, pattern: str = "") -> ByteDFA:
     nfa = _NFA()
     start, final = nfa.new_state(), nfa.new_state()
     nfa.build(tree, start, final)
-    trans, labels = _subset_construction(nfa, start, {final: 0})
-    pruned = _prune_dead(trans, labels, 0)
+    trans, labels, starts = _subset_construction(nfa, (start,), {final: 0})
+    pruned = _prune_dead(trans, labels, starts)
     if pruned is None:
         raise RegexError("the pattern matches no string at all", pattern, 0)
-    trans, labels, start_state = _minimize(*pruned)
+    trans, labels, (start_state,) = _minimize(*pruned)
     return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), labels >= 0, start_state)
 
 
-def build_labeled_dfa(trees, shortest) -> tuple[np.ndarray, np.ndarray, int]:
-    """Union DFA of several regex trees, for a lexer: ``(trans, labels, start)``.
+def build_labeled_dfa(trees, shortest, max_len=None, second_start=None):
+    """Union DFA of several regex trees, for a lexer: ``(trans, labels, starts)``.
 
     A state's label is the index of the first tree (in the given order, i.e. the
     tie-break order) that accepts there, -1 if none.  States labelled with a
     ``shortest`` tree lose their outgoing bytes (a lazy terminal ends at its first
-    acceptance).  Minimal, every state live.
+    acceptance).  ``max_len[i]``, when not None, keeps only the strings of tree ``i``
+    of at most that many bytes.  ``second_start[i]`` True leaves tree ``i`` out of a
+    second start state (``starts[1]``), e.g. to forbid two whitespace lexemes in a
+    row.  Minimal, every state live.
     """
     nfa = _NFA()
-    start = nfa.new_state()
+    starts = [nfa.new_state()] + ([nfa.new_state()] if second_start is not None else [])
     finals: dict[int, int] = {}
-    for index, tree in enumerate(trees):
+    bounds = list(max_len) if max_len is not None else [None] * len(trees)
+    excluded = list(second_start) if second_start is not None else [False] * len(trees)
+    for index, (tree, bound) in enumerate(zip(trees, bounds)):
         final = nfa.new_state()
-        nfa.build(tree, start, final)
+        entry = nfa.new_state()
+        for k, start in enumerate(starts):
+            if k == 0 or not excluded[index]:
+                nfa.eps[start].append(entry)
+        if bound is None:
+            nfa.build(tree, entry, final)
+        else:
+            nfa.build_bounded(build_byte_dfa(tree), entry, final, bound)
         finals[final] = index
-    trans, labels = _subset_construction(nfa, start, finals)
+    trans, labels, dfa_starts = _subset_construction(nfa, tuple(starts), finals)
     cut = np.asarray(list(shortest), dtype=bool)
     if cut.any():
         trans[(labels >= 0) & cut[np.maximum(labels, 0)]] = -1
-    pruned = _prune_dead(trans, labels, 0)
+    pruned = _prune_dead(trans, labels, dfa_starts)
     if pruned is None:
         raise RegexError("no terminal matches any string", "", 0)
-    trans, labels, start_state = _minimize(*pruned)
-    return np.ascontiguousarray(trans, dtype=np.int32), labels.astype(np.int32), start_state
+    trans, labels, dfa_starts = _minimize(*pruned)
+    return np.ascontiguousarray(trans, dtype=np.int32), labels.astype(np.int32), dfa_starts
 
 
 def regex_to_dfa(pattern: str) -> ByteDFA:

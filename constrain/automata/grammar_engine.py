@@ -32,33 +32,77 @@ import numpy as np
 
 from ..errors import GrammarError, RegexError
 from ..grammar.lark_grammar import LarkGrammar
+from ..grammar.regex import Alt, Repeat
 from ..grammar.terminals import terminal_pattern
-from .byte_dfa import build_labeled_dfa
-from .lalr import Stack, accepts_end, feed, initial_stack
+from .byte_dfa import build_byte_dfa, build_labeled_dfa
+from .lalr import Stack, accepts_end, feed, initial_stack, top_states
 from .token_trie import token_trie_for
 
-__all__ = ["LexerDFA", "GrammarEngine"]
+__all__ = ["LexerDFA", "GrammarEngine", "MAX_CACHED_MASKS"]
+
+#: Masks kept per grammar, keyed by lexer state and the parser frames they depend on
+#: (16 KiB each for a 128k vocabulary: 2,048 entries stay under 32 MiB).
+MAX_CACHED_MASKS = 2048
+
+
+_WHITESPACE_BYTES = frozenset(b" \t\n\r\x0b\x0c")
+
+
+def _whitespace_only(tree) -> bool:
+    """True when every string of the terminal consists of ASCII whitespace."""
+    dfa = build_byte_dfa(tree)
+    used = np.nonzero((dfa.trans >= 0).any(axis=0))[0]
+    return all(int(b) in _WHITESPACE_BYTES for b in used)
 
 
 class LexerDFA:
-    """The union DFA of a grammar's terminals, with terminal labels and reachable terminals."""
+    """The union DFA of a grammar's terminals, with terminal labels and reachable terminals.
 
-    def __init__(self, grammar: LarkGrammar) -> None:
+    ``max_ignore_len`` bounds runs of ignored whitespace: the ignored terminals made
+    only of whitespace are merged into one run terminal of at most that many bytes,
+    and a second start state (``restart`` after such a run) cannot begin another run,
+    so that a model cannot emit spaces forever where the grammar merely tolerates
+    them.  None keeps whitespace unbounded.
+
+    Attributes
+    ----------
+    trans, label:
+        The DFA and, per state, the terminal id lexed when a lexeme ends there (-1: none).
+    start:
+        The lexer state at the start of the text.
+    restart:
+        Per terminal id, the state a new lexeme starts from after that terminal.
+    """
+
+    def __init__(self, grammar: LarkGrammar, max_ignore_len: int | None = None) -> None:
         tables = grammar.tables
-        patterns = [terminal_pattern(spec) for spec in grammar.terminals]
-        ranked = sorted(
-            zip(grammar.terminals, patterns),
-            key=lambda pair: (-pair[0].priority, pair[0].is_regex, pair[0].name),
+        entries = sorted(
+            ((spec.priority, spec.is_regex, spec.name, terminal_pattern(spec)) for spec in grammar.terminals),
+            key=lambda e: (-e[0], e[1], e[2]),
         )
+        runs = [e for e in entries if max_ignore_len is not None and e[2] in grammar.ignore and _whitespace_only(e[3].tree)]
+        entries = [e for e in entries if e not in runs]
+        trees = [e[3].tree for e in entries]
+        names = [e[2] for e in entries]
+        shortest = [e[3].shortest for e in entries]
+        if runs:  # one bounded run of all ignored whitespace, ranked last
+            trees.append(Repeat(Alt(tuple(e[3].tree for e in runs)), 1, None))
+            names.append(runs[0][2])
+            shortest.append(False)
+        bounds = [None] * len(entries) + ([max_ignore_len] if runs else [])
+        second = [False] * len(entries) + ([True] if runs else [])
         try:
-            trans, rank_labels, start = build_labeled_dfa([p.tree for _, p in ranked], [p.shortest for _, p in ranked])
+            trans, rank_labels, starts = build_labeled_dfa(trees, shortest, bounds, second if runs else None)
         except RegexError as err:
             raise GrammarError(f"lexer: {err.reason}") from None
-        rank_to_terminal = np.array([tables.terminal_id(spec.name) for spec, _ in ranked], dtype=np.int32)
+        rank_to_terminal = np.array([tables.terminal_id(name) for name in names], dtype=np.int32)
         self.trans = trans
         self.label = np.where(rank_labels >= 0, rank_to_terminal[np.maximum(rank_labels, 0)], -1).astype(np.int32)
-        self.start = start
+        self.start = starts[0]
         self.num_terminals = len(tables.terminals)
+        self.restart = np.full(self.num_terminals, starts[0], dtype=np.int32)
+        if runs:
+            self.restart[tables.terminal_id(runs[0][2])] = starts[1]
         self.ignored = np.zeros(self.num_terminals, dtype=np.bool_)
         for name in grammar.ignore:
             self.ignored[tables.terminal_id(name)] = True
@@ -87,10 +131,10 @@ class LexerDFA:
 class GrammarEngine:
     """The matcher protocol (see :class:`~constrain.automata.token_dfa.TokenDFA`) for a CFG."""
 
-    def __init__(self, grammar: LarkGrammar, info, disk=None) -> None:
+    def __init__(self, grammar: LarkGrammar, info, disk=None, max_ignore_len: int | None = None) -> None:
         self.grammar = grammar
         self.tables = grammar.tables
-        self.lexer = LexerDFA(grammar)
+        self.lexer = LexerDFA(grammar, max_ignore_len)
         self.info = info
         self.trie = token_trie_for(info, disk)
         self.num_words = (info.vocab_size + 31) // 32
@@ -101,6 +145,9 @@ class GrammarEngine:
         self._token_bytes = info.token_bytes
         self._matchable = self.trie.matchable
         self._groups: dict[int, list] = {}
+        # q -> {frames read: {top states: mask}}; see mask_words.
+        self._mask_cache: dict[int, dict[int, dict[tuple, np.ndarray]]] = {}
+        self._cached_masks = 0
 
     # -- matcher protocol ------------------------------------------------------
     @property
@@ -110,18 +157,18 @@ class GrammarEngine:
     def is_eos(self, token_id: int) -> bool:
         return token_id in self._eos_set
 
-    def is_accepting(self, state) -> bool:
+    def is_accepting(self, state, watch: list[int] | None = None) -> bool:
         q, stack = state
         if q == self.lexer.start:
-            return accepts_end(self.tables, stack)
+            return accepts_end(self.tables, stack, watch)
         term = int(self.lexer.label[q])
         if term < 0:
             return False
         if not self.lexer.ignored[term]:
-            stack = feed(self.tables, stack, term)
+            stack = feed(self.tables, stack, term, watch)
             if stack is None:
                 return False
-        return accepts_end(self.tables, stack)
+        return accepts_end(self.tables, stack, watch)
 
     def advance_token(self, state, token_id: int):
         if not 0 <= token_id < self._matchable.shape[0] or not self._matchable[token_id]:
@@ -131,7 +178,8 @@ class GrammarEngine:
     def advance_bytes(self, state, data: bytes):
         """Lex ``data`` greedily from ``state``, feeding completed terminals to the parser."""
         q, stack = state
-        rows, label, ignored, start = self.lexer.rows, self.lexer.label, self.lexer.ignored, self.lexer.start
+        lexer = self.lexer
+        rows, label, ignored, restart = lexer.rows, lexer.label, lexer.ignored, lexer.restart
         for b in data:
             nxt = rows[q][b]
             if nxt < 0:
@@ -142,11 +190,11 @@ class GrammarEngine:
                     stack = feed(self.tables, stack, term)
                     if stack is None:
                         return None
-                nxt = rows[start][b]
+                nxt = rows[restart[term]][b]
                 if nxt < 0:
                     return None
             q = nxt
-        if q != start and not self._remainder_viable(q, stack):
+        if q != lexer.start and not self._remainder_viable(q, stack):
             return None
         return (q, stack)
 
@@ -154,20 +202,40 @@ class GrammarEngine:
         """Some terminal the remainder can still become is ignored or shiftable now."""
         return self._any_follows(self.lexer.class_terms[self.lexer.reach_class[q]], stack)
 
-    def _any_follows(self, terms: list[int], stack: Stack) -> bool:
+    def _any_follows(self, terms: list[int], stack: Stack, watch: list[int] | None = None) -> bool:
         ignored = self.lexer.ignored
-        return any(ignored[t] or feed(self.tables, stack, t) is not None for t in terms)
+        return any(ignored[t] or feed(self.tables, stack, t, watch) is not None for t in terms)
 
     def mask_words(self, state) -> np.ndarray:
+        """The mask of ``state``; cached by (lexer state, the top parser frames it depends on)."""
         q, stack = state
-        words = self._eos_words.copy() if self.is_accepting(state) else np.zeros(self.num_words, dtype=np.uint32)
+        by_depth = self._mask_cache.setdefault(q, {})
+        for count, table in by_depth.items():
+            words = table.get(top_states(stack, count))
+            if words is not None:
+                return words
+        watch = [stack.depth]
+        words = self._compute_mask(q, stack, watch)
+        count = stack.depth - watch[0] + 1
+        if self._cached_masks >= MAX_CACHED_MASKS:
+            self._mask_cache.clear()
+            self._cached_masks = 0
+            by_depth = self._mask_cache.setdefault(q, {})
+        by_depth.setdefault(count, {})[top_states(stack, count)] = words
+        self._cached_masks += 1
+        return words
+
+    def _compute_mask(self, q: int, stack: Stack, watch: list[int]) -> np.ndarray:
+        """OR of the store's rows for ``q`` whose terminal sequence the parser accepts."""
+        accepting = self.is_accepting((q, stack), watch)
+        words = self._eos_words.copy() if accepting else np.zeros(self.num_words, dtype=np.uint32)
         for sequence, terms, row in self._groups_of(q):
             after = stack
             for term in sequence:
-                after = feed(self.tables, after, term)
+                after = feed(self.tables, after, term, watch)
                 if after is None:
                     break
-            if after is not None and self._any_follows(terms, after):
+            if after is not None and self._any_follows(terms, after, watch):
                 words |= row
         return words
 
@@ -194,7 +262,7 @@ class GrammarEngine:
         out_nb = np.zeros(vocab, dtype=np.int32)
         out_start = np.zeros(vocab, dtype=np.int32)
         buffer = np.empty(int(trie.num_nodes) + int(trie.tok_ids.shape[0]) * 2, dtype=np.int32)
-        walk_lexer(lexer.trans, lexer.label, lexer.ignored, q, lexer.start, trie.node_byte, trie.node_depth,
+        walk_lexer(lexer.trans, lexer.label, lexer.ignored, q, lexer.restart, trie.node_byte, trie.node_depth,
                    trie.node_skip, trie.node_tok_ptr, trie.tok_ids, trie.max_depth, out_state, out_nb,
                    out_start, buffer)
         alive = np.nonzero(out_state >= 0)[0]

@@ -26,7 +26,7 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["ParseTables", "Stack", "END", "initial_stack", "feed", "accepts_end", "acceptable_terminals"]
+__all__ = ["ParseTables", "Stack", "END", "initial_stack", "feed", "accepts_end", "acceptable_terminals", "top_states"]
 
 END = 0  # terminal id of the end of input
 
@@ -121,20 +121,25 @@ def initial_stack(tables: ParseTables) -> Stack:
     return Stack(tables.start_state, None, 1)
 
 
-def _reduce(tables: ParseTables, stack: Stack, rule: int) -> Stack | None:
+def _reduce(tables: ParseTables, stack: Stack, rule: int, watch: list[int] | None) -> Stack | None:
     """Pop the rule's right-hand side and push the goto state of its left-hand side."""
     for _ in range(int(tables.rule_len[rule])):
         stack = stack.below  # type: ignore[assignment]
+    if watch is not None and stack.depth < watch[0]:
+        watch[0] = stack.depth
     target = int(tables.goto[stack.state, tables.rule_lhs[rule]])
     if target < 0:
         return None
     return Stack(target, stack, stack.depth + 1)
 
 
-def feed(tables: ParseTables, stack: Stack, terminal: int) -> Stack | None:
+def feed(tables: ParseTables, stack: Stack, terminal: int, watch: list[int] | None = None) -> Stack | None:
     """The stack after shifting ``terminal`` (after any reductions), or None if it is an error.
 
     ``terminal`` must not be :data:`END`; use :func:`accepts_end` for the end of input.
+    ``watch``, when given, is a one-element list lowered to the smallest depth of any
+    frame whose state was read: the result depends only on the frames above it, which
+    is what makes masks cacheable by the top of the stack.
     """
     action = tables.action
     while True:
@@ -143,14 +148,14 @@ def feed(tables: ParseTables, stack: Stack, terminal: int) -> Stack | None:
             return Stack(code - 1, stack, stack.depth + 1)
         if code == 0:
             return None
-        reduced = _reduce(tables, stack, -code - 1)
+        reduced = _reduce(tables, stack, -code - 1, watch)
         if reduced is None:
             return None
         stack = reduced
 
 
-def accepts_end(tables: ParseTables, stack: Stack) -> bool:
-    """True when the terminals fed so far form a complete sentence."""
+def accepts_end(tables: ParseTables, stack: Stack, watch: list[int] | None = None) -> bool:
+    """True when the terminals fed so far form a complete sentence (``watch``: see :func:`feed`)."""
     action = tables.action
     while True:
         if stack.state == tables.end_state:
@@ -158,7 +163,7 @@ def accepts_end(tables: ParseTables, stack: Stack) -> bool:
         code = int(action[stack.state, END])
         if code >= 0:
             return False
-        reduced = _reduce(tables, stack, -code - 1)
+        reduced = _reduce(tables, stack, -code - 1, watch)
         if reduced is None:
             return False
         stack = reduced
@@ -168,3 +173,12 @@ def acceptable_terminals(tables: ParseTables, stack: Stack) -> list[int]:
     """Terminal ids (not END) that :func:`feed` would shift from ``stack``, in id order."""
     candidates = np.nonzero(tables.action[stack.state, 1:])[0] + 1
     return [int(t) for t in candidates if feed(tables, stack, int(t)) is not None]
+
+
+def top_states(stack: Stack, count: int) -> tuple[int, ...]:
+    """The states of the top ``count`` frames (fewer if the stack is shallower)."""
+    out = []
+    while stack is not None and len(out) < count:
+        out.append(stack.state)
+        stack = stack.below  # type: ignore[assignment]
+    return tuple(out)

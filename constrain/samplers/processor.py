@@ -33,7 +33,7 @@ try:  # transformers is a dependency, but keep the import error readable.
 except ImportError as err:  # pragma: no cover
     raise ImportError("constrain.samplers.processor needs transformers: pip install transformers") from err
 
-__all__ = ["ConstrainedLogitsProcessor", "RegexLogitsProcessor", "compiler_for"]
+__all__ = ["ConstrainedLogitsProcessor", "RegexLogitsProcessor", "GrammarLogitsProcessor", "compiler_for"]
 
 
 class ConstrainedLogitsProcessor(LogitsProcessor):
@@ -218,3 +218,13 @@ class RegexLogitsProcessor(ConstrainedLogitsProcessor):
 
     def __init__(self, pattern: str, tokenizer: Any, *, vocab_size: int | None = None) -> None:
         super().__init__(compiler_for(tokenizer, vocab_size).compile_regex(pattern))
+
+
+class GrammarLogitsProcessor(ConstrainedLogitsProcessor):
+    """A :class:`ConstrainedLogitsProcessor` for a Lark grammar (text or built-in name)."""
+
+    def __init__(self, grammar: str, tokenizer: Any, *, start: str = "start", vocab_size: int | None = None) -> None:
+        from ..grammar.builtin import BUILTIN_GRAMMARS, builtin_grammar
+
+        text = builtin_grammar(grammar) if grammar in BUILTIN_GRAMMARS else grammar
+        super().__init__(compiler_for(tokenizer, vocab_size).compile_grammar(text, start=start))
