@@ -13,6 +13,7 @@ the pattern mentions (a regex can only distinguish characters at those boundarie
 
 from __future__ import annotations
 
+import functools
 import re as _re
 from collections.abc import Iterable, Sequence
 
@@ -209,6 +210,28 @@ def ids_to_bitmask(ids: Iterable[int], vocab_size: int) -> np.ndarray:
     return np.packbits(bits, bitorder="little").view(np.int32)
 
 
+@functools.lru_cache(maxsize=None)
+def _python_case_class(char: str) -> str:
+    """A class of every character below U+10000 that Python's ``re`` matches to ``char``
+    under IGNORECASE (decided by ``re`` itself, one call per code point)."""
+    probe = _re.compile("(?i)" + _re.escape(char))
+    members = [chr(cp) for cp in range(0x10000) if not 0xD800 <= cp <= 0xDFFF and probe.fullmatch(chr(cp))]
+    return "[" + "".join(_re.escape(m) for m in members) + "]"
+
+
+def _oracle_pattern(pattern) -> str:
+    """A ``regex``-module pattern for a lark terminal with Python ``re`` semantics.
+
+    The ``regex`` module folds case differently from ``re`` (``ı`` does not match
+    ``i``), so case-insensitive literals are spelled out with :func:`_python_case_class`.
+    """
+    if "i" not in pattern.flags:
+        return pattern.to_regexp()
+    if type(pattern).__name__ == "PatternStr":
+        return "".join(_python_case_class(c) for c in pattern.value)
+    return "(?i:" + pattern.value + ")"
+
+
 class GrammarOracle:
     """Brute-force mask of a Lark grammar under greedy (longest-match) lexing.
 
@@ -228,14 +251,14 @@ class GrammarOracle:
 
         self.lark = Lark(grammar_text, parser="lalr", lexer="basic", start=start)
         ranked = sorted(self.lark.terminals, key=lambda t: (-t.priority, type(t.pattern).__name__ == "PatternRE", t.name))
-        self.terminals = [
-            (t.name, regex.compile(t.pattern.to_regexp(), flags=regex.IGNORECASE if "i" in t.pattern.flags else 0))
-            for t in ranked
-        ]
+        sources = [_oracle_pattern(t.pattern) for t in ranked]
+        self.terminals = [(t.name, regex.compile(src)) for t, src in zip(ranked, sources)]
         self.ignored = set(self.lark.ignore_tokens)
         self.token_bytes = token_bytes
         self.eos_token_ids = sorted(set(eos_token_ids))
-        self.boundaries = set(range(0x80)) | {0xA0, 0xFF, 0x100, 0x7FF, 0x800, 0xFFFF, 0x10000}
+        # Characters at which a terminal's verdict can change: everything the patterns
+        # mention (case classes included), so split multi-byte characters are decided exactly.
+        self.boundaries = set(range(0x80)).union(*(_pattern_codepoints(src) for src in sources))
 
     # -- lexing ----------------------------------------------------------------
     def _partial(self, text: str) -> list[str]:

@@ -36,6 +36,29 @@ def _runs(flags: list[bool]) -> Ranges:
     return tuple(out)
 
 
+def _lowercase_links(chars: list[str]):
+    """Pairs (code point, code point) that Python's re treats as the same letter."""
+    try:
+        import _sre
+        from re import _casefix
+
+        tolower = _sre.unicode_tolower
+        extra = _casefix._EXTRA_CASES
+    except (ImportError, AttributeError):  # another interpreter: fall back to str methods
+        for cp, c in enumerate(chars):
+            for other in (c.lower(), c.upper()):
+                if len(other) == 1 and other != c:
+                    yield cp, ord(other)
+        return
+    for cp in range(len(chars)):
+        lower = tolower(cp)
+        if lower != cp:
+            yield cp, lower
+    for lower, others in extra.items():
+        for other in others:
+            yield lower, other
+
+
 @lru_cache(maxsize=1)
 def _scan() -> tuple[Ranges, Ranges, Ranges, dict[int, tuple[int, ...]]]:
     """One pass over all code points: \\d, \\w, \\s ranges and case-variant groups."""
@@ -43,8 +66,10 @@ def _scan() -> tuple[Ranges, Ranges, Ranges, dict[int, tuple[int, ...]]]:
     digit = [c.isdecimal() for c in chars]
     word = [c.isalnum() or c == "_" for c in chars]
     space = [c.isspace() for c in chars]
-    # Characters linked by str.lower/str.upper (single-character results) form
-    # case-variant groups; union-find merges chains such as s - S - ſ (long s).
+    # Python's re matches c against x under IGNORECASE when their simple lowercase
+    # mappings agree (_sre.unicode_tolower, not str.lower: 'İ' lowers to 'i'), or
+    # through its table of extra cases (i/ı, s/ſ, µ/μ...).  Union-find over those
+    # links gives the case-variant groups.
     parent: dict[int, int] = {}
 
     def find(cp: int) -> int:
@@ -53,10 +78,8 @@ def _scan() -> tuple[Ranges, Ranges, Ranges, dict[int, tuple[int, ...]]]:
             cp = parent[cp]
         return cp
 
-    for cp, c in enumerate(chars):
-        for other in (c.lower(), c.upper()):
-            if len(other) == 1 and other != c:
-                parent[find(cp)] = find(ord(other))
+    for cp, lower in _lowercase_links(chars):
+        parent[find(cp)] = find(lower)
     groups: dict[int, list[int]] = {}
     for cp in parent:
         groups.setdefault(find(cp), []).append(cp)
