@@ -44,6 +44,9 @@ __all__ = ["LexerDFA", "GrammarEngine", "MAX_CACHED_MASKS"]
 #: (16 KiB each for a 128k vocabulary: 2,048 entries stay under 32 MiB).
 MAX_CACHED_MASKS = 2048
 
+#: Groups with at least this many tokens keep a packed row; smaller ones keep ids.
+DENSE_GROUP_TOKENS = 512
+
 
 _WHITESPACE_BYTES = frozenset(b" \t\n\r\x0b\x0c")
 
@@ -210,10 +213,12 @@ class GrammarEngine:
         """The mask of ``state``; cached by (lexer state, the top parser frames it depends on)."""
         q, stack = state
         by_depth = self._mask_cache.setdefault(q, {})
-        for count, table in by_depth.items():
-            words = table.get(top_states(stack, count))
-            if words is not None:
-                return words
+        if by_depth:
+            tops = top_states(stack, max(by_depth))  # one walk down the stack, then slices
+            for count, table in by_depth.items():
+                words = table.get(tops[:count])
+                if words is not None:
+                    return words
         watch = [stack.depth]
         words = self._compute_mask(q, stack, watch)
         count = stack.depth - watch[0] + 1
@@ -226,18 +231,51 @@ class GrammarEngine:
         return words
 
     def _compute_mask(self, q: int, stack: Stack, watch: list[int]) -> np.ndarray:
-        """OR of the store's rows for ``q`` whose terminal sequence the parser accepts."""
+        """OR of the store's rows for ``q`` whose terminal sequence the parser accepts.
+
+        Parser simulations are shared between groups: the stack after each sequence
+        prefix, and each (prefix, remainder class) verdict, are computed once.
+        Small groups hold token ids rather than rows; their bits are set in one go.
+        """
         accepting = self.is_accepting((q, stack), watch)
         words = self._eos_words.copy() if accepting else np.zeros(self.num_words, dtype=np.uint32)
-        for sequence, terms, row in self._groups_of(q):
-            after = stack
-            for term in sequence:
-                after = feed(self.tables, after, term, watch)
-                if after is None:
-                    break
-            if after is not None and self._any_follows(terms, after, watch):
-                words |= row
+        after_prefix: dict[tuple, Stack | None] = {(): stack}
+        shiftable: dict[tuple, frozenset[int]] = {}
+        ignored = self.lexer.ignored
+        sparse = []
+        for sequence, cls, dense, ids in self._groups_of(q):
+            follow = shiftable.get(sequence)
+            if follow is None:
+                after = self._after(sequence, after_prefix, watch)
+                follow = frozenset() if after is None else self._shiftable(after, watch)
+                shiftable[sequence] = follow
+            verdict = sequence in after_prefix and after_prefix[sequence] is not None and any(
+                ignored[t] or t in follow for t in self.lexer.class_terms[cls]
+            )
+            if verdict:
+                if dense is not None:
+                    words |= dense
+                else:
+                    sparse.append(ids)
+        if sparse:
+            ids = np.concatenate(sparse)
+            np.bitwise_or.at(words, ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
         return words
+
+    def _shiftable(self, stack: Stack, watch: list[int]) -> frozenset[int]:
+        """Terminals the parser can shift from ``stack`` (reductions simulated, reads watched)."""
+        candidates = np.nonzero(self.tables.action[stack.state])[0].tolist()
+        return frozenset(t for t in candidates if t and feed(self.tables, stack, t, watch) is not None)
+
+    def _after(self, sequence: tuple, after_prefix: dict, watch: list[int]) -> Stack | None:
+        """The parser stack after feeding ``sequence``, memoised by prefix in ``after_prefix``."""
+        found = after_prefix.get(sequence, False)
+        if found is not False:
+            return found
+        before = self._after(sequence[:-1], after_prefix, watch)
+        after = None if before is None else feed(self.tables, before, sequence[-1], watch)
+        after_prefix[sequence] = after
+        return after
 
     def eos_words(self) -> np.ndarray:
         return self._eos_words
@@ -283,12 +321,15 @@ class GrammarEngine:
         keyed.update((key, np.asarray(tokens, dtype=np.int64)) for key, tokens in crossing_keys.items())
         groups = []
         for (sequence, cls), ids in keyed.items():
-            row = np.zeros(self.num_words, dtype=np.uint32)
             ids = ids.astype(np.int64)
-            np.bitwise_or.at(row, ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
-            groups.append((sequence, lexer.class_terms[cls], row))
+            dense = None
+            if len(ids) >= DENSE_GROUP_TOKENS:
+                dense = np.zeros(self.num_words, dtype=np.uint32)
+                np.bitwise_or.at(dense, ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
+            groups.append((sequence, int(cls), dense, ids))
         return groups
 
     def memory_bytes(self) -> int:
-        rows = sum(row.nbytes for groups in self._groups.values() for _, _, row in groups)
+        rows = sum((dense.nbytes if dense is not None else 0) + ids.nbytes
+                   for groups in self._groups.values() for _, _, dense, ids in groups)
         return int(self.lexer.trans.nbytes + rows)
