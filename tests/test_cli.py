@@ -57,3 +57,26 @@ def test_import_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=dict(os.environ))
     assert out.stdout.strip() == "[]"
+
+
+def test_demo_with_grammar_file(capsys, tmp_path):
+    from lark import Lark
+
+    grammar = 'start: "(" INT ("," INT)* ")"\nINT: /[0-9]{1,2}/\n'
+    path = tmp_path / "tuple.lark"
+    path.write_text(grammar)
+    assert main(["demo", "--tokenizer", _tokenizer_path(), "--grammar", str(path), "-n", "3",
+                 "--max-new-tokens", "64"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    parser = Lark(grammar, parser="lalr")
+    for line in lines:
+        parser.parse(line)
+    assert len(lines) == 3
+
+
+def test_grammar_error_is_one_line(capsys, tmp_path):
+    path = tmp_path / "bad.lark"
+    path.write_text('start: x\nx: "a" | y\ny: "a"\n')
+    assert main(["demo", "--tokenizer", _tokenizer_path(), "--grammar", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("constrain: error: Invalid grammar at line 2")
