@@ -25,6 +25,7 @@ __all__ = [
     "bitmask_to_ids",
     "ids_to_bitmask",
     "GrammarOracle",
+    "check_masks_along_random_walk",
 ]
 
 # ECMA-262 classes written out for Python's regex engines.
@@ -355,3 +356,40 @@ class GrammarOracle:
         if self.is_complete(prefix):
             allowed.update(self.eos_token_ids)
         return allowed
+
+
+def check_masks_along_random_walk(matcher, oracle, info, steps: int, seed: int) -> str | None:
+    """Walk ``steps`` random allowed tokens, comparing the mask with ``oracle`` at each step.
+
+    ``oracle`` has ``allowed_ids(prefix_bytes, special_ids)`` (:class:`RegexOracle`,
+    :class:`GrammarOracle`).  Returns a description of the first mismatch, or None.
+    At the end, a token the mask forbids must be refused without changing the state.
+    """
+    import random
+
+    bitmask = np.zeros((1, (info.vocab_size + 31) // 32), dtype=np.int32)
+    rng = random.Random(seed)
+    prefix = b""
+
+    def describe(ids):
+        return [info.token_bytes[i] if i < info.num_tokens else i for i in sorted(ids)[:5]]
+
+    for step in range(steps + 1):
+        matcher.fill_next_token_bitmask(bitmask)
+        got = set(bitmask_to_ids(bitmask[0]).tolist())
+        want = oracle.allowed_ids(prefix, info.special_token_ids)
+        if got != want:
+            return (f"mask differs at prefix {prefix!r} (step {step}): wrongly allowed {describe(got - want)}, "
+                    f"wrongly blocked {describe(want - got)}")
+        text_ids = sorted(t for t in got if t not in info.eos_token_ids)
+        if not text_ids or step == steps:
+            break
+        token = rng.choice(text_ids)
+        if not matcher.accept_token(token):
+            return f"token {info.token_bytes[token]!r} allowed by the mask but refused at {prefix!r}"
+        prefix += info.token_bytes[token]
+    forbidden = next(t for t in range(info.num_tokens) if t not in got)
+    before = matcher.num_steps
+    if matcher.accept_token(forbidden) or matcher.num_steps != before:
+        return f"forbidden token {info.token_bytes[forbidden]!r} accepted at {prefix!r}"
+    return None

@@ -7,10 +7,8 @@ decided by :class:`constrain.testing.GrammarOracle` over the whole vocabulary.
 
 from __future__ import annotations
 
-import random
 import zlib
 
-import numpy as np
 import pytest
 
 from constrain import Matcher, TokenizerInfo
@@ -18,7 +16,7 @@ from constrain.automata.grammar_engine import GrammarEngine
 from constrain.compiler import CompiledGrammar
 from constrain.grammar.builtin import builtin_grammar
 from constrain.grammar.lark_grammar import load_lark_grammar
-from constrain.testing import GrammarOracle, bitmask_to_ids
+from constrain.testing import GrammarOracle, check_masks_along_random_walk
 
 GRAMMARS = {
     "json": r"""
@@ -72,24 +70,8 @@ def _walk(info, grammar_text, steps, seed):
     grammar = load_lark_grammar(grammar_text)
     compiled = CompiledGrammar(info, "grammar", grammar_text, GrammarEngine(grammar, info))
     oracle = GrammarOracle(grammar_text, info.token_bytes, info.eos_token_ids)
-    matcher = Matcher(compiled)
-    bitmask = np.zeros((1, (info.vocab_size + 31) // 32), dtype=np.int32)
-    rng = random.Random(seed)
-    prefix = b""
-    for step in range(steps + 1):
-        matcher.fill_next_token_bitmask(bitmask)
-        got = set(bitmask_to_ids(bitmask[0]).tolist())
-        want = oracle.allowed_ids(prefix, info.special_token_ids)
-        if got != want:
-            extra = [info.token_bytes[i] if i < info.num_tokens else i for i in sorted(got - want)[:5]]
-            missing = [info.token_bytes[i] if i < info.num_tokens else i for i in sorted(want - got)[:5]]
-            pytest.fail(f"mask differs at {prefix!r} (step {step}): wrongly allowed {extra}, wrongly blocked {missing}")
-        text_ids = sorted(t for t in got if t not in info.eos_token_ids)
-        if not text_ids:
-            break
-        token = rng.choice(text_ids)
-        assert matcher.accept_token(token)
-        prefix += info.token_bytes[token]
+    problem = check_masks_along_random_walk(Matcher(compiled), oracle, info, steps, seed)
+    assert problem is None, problem
 
 
 @pytest.mark.parametrize("tokenizer", ["llama-2", "llama-3"])

@@ -13,11 +13,10 @@ import random
 import string
 import zlib
 
-import numpy as np
 import pytest
 
 from constrain import Compiler, Matcher, TokenizerInfo
-from constrain.testing import RegexOracle, bitmask_to_ids
+from constrain.testing import RegexOracle, check_masks_along_random_walk
 
 TOKENIZERS = ["llama-3", "llama-2", "gpt2", "qwen2.5", "mistral-7b-v0.1"]
 
@@ -79,35 +78,8 @@ def _check_walk(info: TokenizerInfo, pattern: str, steps: int, seed: int) -> Non
     """Walk ``steps`` random allowed tokens, comparing the mask to the oracle each time."""
     compiled = Compiler(info, cache_dir=False).compile_regex(pattern)
     oracle = RegexOracle(pattern, info.token_bytes, info.eos_token_ids)
-    matcher = Matcher(compiled)
-    bitmask = np.zeros((1, (info.vocab_size + 31) // 32), dtype=np.int32)
-    rng = random.Random(seed)
-    prefix = b""
-    for step in range(steps + 1):
-        matcher.fill_next_token_bitmask(bitmask)
-        got = set(bitmask_to_ids(bitmask[0]).tolist())
-        want = oracle.allowed_ids(prefix, info.special_token_ids)
-        if got != want:
-            extra = sorted(got - want)[:5]
-            missing = sorted(want - got)[:5]
-            pytest.fail(
-                f"mask differs at prefix {prefix!r} (step {step}): "
-                f"wrongly allowed {[info.token_bytes[i] if i < info.num_tokens else i for i in extra]}, "
-                f"wrongly blocked {[info.token_bytes[i] if i < info.num_tokens else i for i in missing]}"
-            )
-        text_ids = [t for t in got if t not in info.eos_token_ids]
-        if not text_ids:
-            break
-        token = rng.choice(text_ids)
-        assert matcher.accept_token(token)
-        prefix += info.token_bytes[token]
-    # A token forbidden at the current position is refused and leaves the state unchanged.
-    matcher.fill_next_token_bitmask(bitmask)
-    current = set(bitmask_to_ids(bitmask[0]).tolist())
-    forbidden = next(t for t in range(info.num_tokens) if t not in current)
-    before = matcher.num_steps
-    assert not matcher.accept_token(forbidden)
-    assert matcher.num_steps == before
+    problem = check_masks_along_random_walk(Matcher(compiled), oracle, info, steps, seed)
+    assert problem is None, problem
 
 
 @pytest.mark.parametrize("tokenizer", TOKENIZERS)

@@ -36,7 +36,7 @@ from ..grammar.regex import Alt, Repeat
 from ..grammar.terminals import terminal_pattern
 from .byte_dfa import build_byte_dfa, build_labeled_dfa
 from .lalr import Stack, accepts_end, feed, initial_stack, top_states
-from .token_trie import token_trie_for
+from .engine_base import EngineBase
 
 __all__ = ["LexerDFA", "GrammarEngine", "MAX_CACHED_MASKS"]
 
@@ -131,22 +131,14 @@ class LexerDFA:
                 return reach
 
 
-class GrammarEngine:
+class GrammarEngine(EngineBase):
     """The matcher protocol (see :class:`~constrain.automata.token_dfa.TokenDFA`) for a CFG."""
 
     def __init__(self, grammar: LarkGrammar, info, disk=None, max_ignore_len: int | None = None) -> None:
         self.grammar = grammar
         self.tables = grammar.tables
         self.lexer = LexerDFA(grammar, max_ignore_len)
-        self.info = info
-        self.trie = token_trie_for(info, disk)
-        self.num_words = (info.vocab_size + 31) // 32
-        self._eos_words = np.zeros(self.num_words, dtype=np.uint32)
-        for eos in info.eos_token_ids:
-            self._eos_words[eos >> 5] |= np.uint32(1 << (eos & 31))
-        self._eos_set = frozenset(info.eos_token_ids)
-        self._token_bytes = info.token_bytes
-        self._matchable = self.trie.matchable
+        super().__init__(info, disk)
         self._groups: dict[int, list] = {}
         # q -> {frames read: {top states: mask}}; see mask_words.
         self._mask_cache: dict[int, dict[int, dict[tuple, np.ndarray]]] = {}
@@ -156,9 +148,6 @@ class GrammarEngine:
     @property
     def initial_state(self):
         return (self.lexer.start, initial_stack(self.tables))
-
-    def is_eos(self, token_id: int) -> bool:
-        return token_id in self._eos_set
 
     def is_accepting(self, state, watch: list[int] | None = None) -> bool:
         q, stack = state
@@ -174,7 +163,7 @@ class GrammarEngine:
         return accepts_end(self.tables, stack, watch)
 
     def advance_token(self, state, token_id: int):
-        if not 0 <= token_id < self._matchable.shape[0] or not self._matchable[token_id]:
+        if not self.is_matchable(token_id):
             return None
         return self.advance_bytes(state, self._token_bytes[token_id])
 
@@ -276,9 +265,6 @@ class GrammarEngine:
         after = None if before is None else feed(self.tables, before, sequence[-1], watch)
         after_prefix[sequence] = after
         return after
-
-    def eos_words(self) -> np.ndarray:
-        return self._eos_words
 
     def forced_bytes(self, state) -> bytes:
         return b""  # jump-forward for grammars is future work

@@ -18,7 +18,7 @@ import numpy as np
 
 from .byte_dfa import ByteDFA
 from .cache import DiskCache
-from .token_trie import token_trie_for
+from .engine_base import EngineBase
 
 __all__ = ["TokenDFA"]
 
@@ -26,7 +26,7 @@ __all__ = ["TokenDFA"]
 MAX_FORCED_BYTES = 4096
 
 
-class TokenDFA:
+class TokenDFA(EngineBase):
     """Token masks and transitions of a :class:`ByteDFA` under one vocabulary.
 
     Thread-safe: rows are computed outside any lock and published with
@@ -34,17 +34,9 @@ class TokenDFA:
     """
 
     def __init__(self, dfa: ByteDFA, info, disk: DiskCache | None = None) -> None:
+        super().__init__(info, disk)
         self.dfa = dfa
-        self.info = info
-        self.trie = token_trie_for(info, disk)
-        self.num_words = (info.vocab_size + 31) // 32
         self._rows: dict[int, np.ndarray] = {}
-        self._eos_words = np.zeros(self.num_words, dtype=np.uint32)
-        for eos in info.eos_token_ids:
-            self._eos_words[eos >> 5] |= np.uint32(1 << (eos & 31))
-        self._eos_set = frozenset(info.eos_token_ids)
-        self._token_bytes = info.token_bytes
-        self._matchable = self.trie.matchable
         self._next_rows: dict[int, np.ndarray] = {}
 
     # -- matcher protocol ------------------------------------------------------
@@ -55,12 +47,9 @@ class TokenDFA:
     def is_accepting(self, state: int) -> bool:
         return bool(self.dfa.accepting[state])
 
-    def is_eos(self, token_id: int) -> bool:
-        return token_id in self._eos_set
-
     def advance_token(self, state: int, token_id: int) -> int | None:
         """State after a non-EOS token, or None when the token is not allowed there."""
-        if not 0 <= token_id < self._matchable.shape[0] or not self._matchable[token_id]:
+        if not self.is_matchable(token_id):
             return None
         nxt = self.dfa.walk(state, self._token_bytes[token_id])
         return nxt if nxt >= 0 else None
@@ -75,10 +64,6 @@ class TokenDFA:
         if row is None:
             row = self._rows.setdefault(state, self._compute_row(state))
         return row
-
-    def eos_words(self) -> np.ndarray:
-        """The mask that allows exactly the EOS tokens (after termination)."""
-        return self._eos_words
 
     def forced_bytes(self, state: int) -> bytes:
         """The bytes every continuation from ``state`` must start with (jump-forward)."""

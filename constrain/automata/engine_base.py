@@ -1,0 +1,42 @@
+"""What every mask engine shares: the vocabulary trie, EOS bits, matchable tokens.
+
+An engine implements the matcher protocol that :class:`constrain.matcher.Matcher`
+drives (``initial_state``, ``is_accepting``, ``advance_token``, ``advance_bytes``,
+``mask_words``, ``forced_bytes``); this base holds the vocabulary-side data so that
+each engine only writes what is specific to its constraint.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cache import DiskCache
+from .token_trie import token_trie_for
+
+__all__ = ["EngineBase"]
+
+
+class EngineBase:
+    """Vocabulary data for an engine compiled against ``info``."""
+
+    def __init__(self, info, disk: DiskCache | None = None) -> None:
+        self.info = info
+        self.trie = token_trie_for(info, disk)
+        self.num_words = (info.vocab_size + 31) // 32
+        self._eos_words = np.zeros(self.num_words, dtype=np.uint32)
+        for eos in info.eos_token_ids:
+            self._eos_words[eos >> 5] |= np.uint32(1 << (eos & 31))
+        self._eos_set = frozenset(info.eos_token_ids)
+        self._token_bytes = info.token_bytes
+        self._matchable = self.trie.matchable
+
+    def is_eos(self, token_id: int) -> bool:
+        return token_id in self._eos_set
+
+    def is_matchable(self, token_id: int) -> bool:
+        """True for ids that can appear in constrained text (not special, padding or empty)."""
+        return 0 <= token_id < self._matchable.shape[0] and bool(self._matchable[token_id])
+
+    def eos_words(self) -> np.ndarray:
+        """The mask that allows exactly the EOS tokens (after termination)."""
+        return self._eos_words
