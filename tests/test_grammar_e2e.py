@@ -139,3 +139,30 @@ def test_ignored_whitespace_runs_are_bounded(load_tokenizer):
     assert matcher.accept_bytes(b"b") and matcher.is_accepting()
     unbounded = Compiler(info, cache_dir=False).compile_grammar(grammar, max_ignore_len=None)
     assert Matcher(unbounded).accept_bytes(b"a" + b" " * 500 + b"b")
+
+
+def test_compiled_grammar_shared_across_threads(load_tokenizer):
+    """Matchers in several threads share one compiled grammar (its caches are lock-free)."""
+    import hashlib
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    tokenizer = load_tokenizer("llama-3")
+    info = TokenizerInfo.from_huggingface(tokenizer)
+    docs = [json.dumps({"k": i, "v": [i, str(i), None], "n": {"x": i / 3}}) for i in range(12)]
+    encoded = [tokenizer.encode(d, add_special_tokens=False) for d in docs]
+
+    def run(compiled, ids):
+        matcher, bitmask, digest = Matcher(compiled), np.zeros((1, (info.vocab_size + 31) // 32), np.int32), hashlib.sha256()
+        for token in ids:
+            matcher.fill_next_token_bitmask(bitmask)
+            digest.update(bitmask.tobytes())
+            assert matcher.accept_token(token)
+        return digest.hexdigest()
+
+    expected = [run(Compiler(info, cache_dir=False).compile_builtin("json"), ids) for ids in encoded]
+    shared = Compiler(info, cache_dir=False).compile_builtin("json")
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda ids: run(shared, ids), encoded * 2))
+    assert got == expected * 2

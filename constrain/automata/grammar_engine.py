@@ -199,12 +199,18 @@ class GrammarEngine(EngineBase):
         return any(ignored[t] or feed(self.tables, stack, t, watch) is not None for t in terms)
 
     def mask_words(self, state) -> np.ndarray:
-        """The mask of ``state``; cached by (lexer state, the top parser frames it depends on)."""
+        """The mask of ``state``; cached by (lexer state, the top parser frames it depends on).
+
+        Thread-safe without a lock: readers iterate over snapshots, and eviction
+        rebinds a fresh cache instead of clearing the one others may be reading.
+        """
         q, stack = state
-        by_depth = self._mask_cache.setdefault(q, {})
+        cache = self._mask_cache
+        by_depth = cache.setdefault(q, {})
         if by_depth:
-            tops = top_states(stack, max(by_depth))  # one walk down the stack, then slices
-            for count, table in by_depth.items():
+            entries = tuple(by_depth.items())
+            tops = top_states(stack, max(count for count, _ in entries))  # one walk down the stack
+            for count, table in entries:
                 words = table.get(tops[:count])
                 if words is not None:
                     return words
@@ -212,10 +218,9 @@ class GrammarEngine(EngineBase):
         words = self._compute_mask(q, stack, watch)
         count = stack.depth - watch[0] + 1
         if self._cached_masks >= MAX_CACHED_MASKS:
-            self._mask_cache.clear()
+            cache = self._mask_cache = {}
             self._cached_masks = 0
-            by_depth = self._mask_cache.setdefault(q, {})
-        by_depth.setdefault(count, {})[top_states(stack, count)] = words
+        cache.setdefault(q, {}).setdefault(count, {})[top_states(stack, count)] = words
         self._cached_masks += 1
         return words
 
