@@ -156,15 +156,35 @@ class Compiler:
             Malformed grammars, LALR(1) conflicts, undefined symbols and terminals
             that use non-regular constructs, with line and column where known.
         """
-        from .automata.grammar_engine import GrammarEngine
-        from .grammar.lark_grammar import load_lark_grammar
-
         key = ("grammar", grammar, start, max_ignore_len)
         compiled = self._memory_get(key)
         if compiled is None:
-            engine = GrammarEngine(load_lark_grammar(grammar, start), self.tokenizer_info, self._disk, max_ignore_len)
+            engine = self._grammar_engine(grammar, start, max_ignore_len)
             compiled = self._memory_put(key, CompiledGrammar(self.tokenizer_info, "grammar", grammar, engine))
         return compiled
+
+    def _grammar_engine(self, grammar: str, start: str, max_ignore_len: int | None):
+        """A GrammarEngine; LALR tables and lexer DFA come from the disk cache when present."""
+        import lark
+
+        from .automata.grammar_engine import GrammarEngine, LexerDFA
+        from .grammar.lark_grammar import LarkGrammar, load_lark_grammar
+
+        key = content_key("lark-grammar", grammar, start, str(max_ignore_len), lark.__version__)
+        stored = self._disk.load("grammar", key)
+        if stored is not None:
+            try:
+                parsed = LarkGrammar.from_arrays(grammar, start, {k[8:]: v for k, v in stored.items() if k.startswith("grammar.")})
+                lexer = LexerDFA.from_arrays({k[6:]: v for k, v in stored.items() if k.startswith("lexer.")})
+                return GrammarEngine(parsed, self.tokenizer_info, self._disk, max_ignore_len, lexer)
+            except (KeyError, ValueError, IndexError):
+                pass  # an entry from another layout: rebuild it
+        parsed = load_lark_grammar(grammar, start)
+        engine = GrammarEngine(parsed, self.tokenizer_info, self._disk, max_ignore_len)
+        arrays = {**{f"grammar.{k}": v for k, v in parsed.to_arrays().items()},
+                  **{f"lexer.{k}": v for k, v in engine.lexer.to_arrays().items()}}
+        self._disk.save("grammar", key, arrays)
+        return engine
 
     def compile_builtin(self, name: str) -> CompiledGrammar:
         """Compile a grammar shipped with constrain: ``"json"`` (RFC 8259)."""

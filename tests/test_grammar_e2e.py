@@ -166,3 +166,27 @@ def test_compiled_grammar_shared_across_threads(load_tokenizer):
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda ids: run(shared, ids), encoded * 2))
     assert got == expected * 2
+
+
+def test_grammar_disk_cache_round_trip(load_tokenizer, tmp_path):
+    """LALR tables and the lexer DFA load from disk; masks are identical; corrupt entries rebuild."""
+    import numpy as np
+
+    info = TokenizerInfo.from_huggingface(load_tokenizer("gpt2"))
+    fresh = Compiler(info, cache_dir=False).compile_builtin("sql")
+    Compiler(info, cache_dir=tmp_path).compile_builtin("sql")
+    assert any(tmp_path.rglob("grammar/*.npz"))
+    loaded = Compiler(info, cache_dir=tmp_path).compile_builtin("sql")
+    for path in tmp_path.rglob("grammar/*.npz"):
+        path.write_bytes(b"not an npz")
+    rebuilt = Compiler(info, cache_dir=tmp_path).compile_builtin("sql")
+    width = (info.vocab_size + 31) // 32
+    matchers = [Matcher(c) for c in (fresh, loaded, rebuilt)]
+    for piece in ["SELECT", " name", ", COUNT(*)", " FROM users u", " WHERE u.age >= 18"]:
+        masks = []
+        for matcher in matchers:
+            bitmask = np.zeros((1, width), np.int32)
+            matcher.fill_next_token_bitmask(bitmask)
+            masks.append(bitmask)
+            assert matcher.accept_bytes(piece)
+        assert all(np.array_equal(masks[0], m) for m in masks[1:])

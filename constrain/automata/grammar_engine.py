@@ -110,11 +110,31 @@ class LexerDFA:
         for name in grammar.ignore:
             self.ignored[tables.terminal_id(name)] = True
         self.reach = self._reachable_terminals()
+        self._derive()
+
+    _ARRAYS = ("trans", "label", "restart", "ignored", "reach")
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The lexer as plain arrays for the disk cache (see :meth:`from_arrays`)."""
+        return {**{name: getattr(self, name) for name in self._ARRAYS}, "start": np.int64(self.start)}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "LexerDFA":
+        lexer = cls.__new__(cls)
+        for name in cls._ARRAYS:
+            setattr(lexer, name, arrays[name])
+        lexer.start = int(arrays["start"])
+        lexer.num_terminals = int(lexer.ignored.shape[0])
+        lexer._derive()
+        return lexer
+
+    def _derive(self) -> None:
+        """Tables computed from the arrays: reach classes and Python rows for stepping."""
         classes, inverse = np.unique(self.reach, axis=0, return_inverse=True)
         #: states grouped by the set of terminals they can still become
         self.reach_class = inverse.reshape(-1).astype(np.int32)
         self.class_terms = [np.nonzero(row)[0].tolist() for row in classes]
-        self.rows = trans.tolist()
+        self.rows = self.trans.tolist()
 
     def _reachable_terminals(self) -> np.ndarray:
         """bool ``[states, terminals]``: terminals whose acceptance some path from the state reaches."""
@@ -134,10 +154,11 @@ class LexerDFA:
 class GrammarEngine(EngineBase):
     """The matcher protocol (see :class:`~constrain.automata.token_dfa.TokenDFA`) for a CFG."""
 
-    def __init__(self, grammar: LarkGrammar, info, disk=None, max_ignore_len: int | None = None) -> None:
+    def __init__(self, grammar: LarkGrammar, info, disk=None, max_ignore_len: int | None = None,
+                 lexer: LexerDFA | None = None) -> None:
         self.grammar = grammar
         self.tables = grammar.tables
-        self.lexer = LexerDFA(grammar, max_ignore_len)
+        self.lexer = lexer if lexer is not None else LexerDFA(grammar, max_ignore_len)
         super().__init__(info, disk)
         self._groups: dict[int, list] = {}
         # q -> {frames read: {top states: mask}}; see mask_words.

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..automata.lalr import ParseTables
 from ..errors import GrammarError
 
@@ -49,6 +51,34 @@ class LarkGrammar:
     terminals: tuple[TerminalSpec, ...]
     ignore: frozenset[str]
     tables: ParseTables
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Plain arrays (no pickles) for the disk cache; see :meth:`from_arrays`."""
+        t = self.tables
+        return {
+            "term_name": np.array([x.name for x in self.terminals], dtype=str),
+            "term_pattern": np.array([x.pattern for x in self.terminals], dtype=str),
+            "term_regex": np.array([x.is_regex for x in self.terminals], dtype=bool),
+            "term_flags": np.array(["".join(sorted(x.flags)) for x in self.terminals], dtype=str),
+            "term_priority": np.array([x.priority for x in self.terminals], dtype=np.int64),
+            "ignore": np.array(sorted(self.ignore), dtype=str),
+            "tables_terminals": np.array(t.terminals, dtype=str),
+            "tables_nonterminals": np.array(t.nonterminals, dtype=str),
+            "action": t.action, "goto": t.goto, "rule_len": t.rule_len, "rule_lhs": t.rule_lhs,
+            "start_end": np.array([t.start_state, t.end_state], dtype=np.int64),
+        }
+
+    @classmethod
+    def from_arrays(cls, text: str, start: str, a: dict[str, np.ndarray]) -> "LarkGrammar":
+        terminals = tuple(
+            TerminalSpec(str(n), str(p), bool(r), frozenset(str(f)), int(pr))
+            for n, p, r, f, pr in zip(a["term_name"], a["term_pattern"], a["term_regex"], a["term_flags"],
+                                      a["term_priority"])
+        )
+        tables = ParseTables(tuple(str(x) for x in a["tables_terminals"]), tuple(str(x) for x in a["tables_nonterminals"]),
+                             a["action"], a["goto"], a["rule_len"], a["rule_lhs"],
+                             int(a["start_end"][0]), int(a["start_end"][1]))
+        return cls(text, start, terminals, frozenset(str(x) for x in a["ignore"]), tables)
 
 
 def _definition_position(text: str, name: str) -> tuple[int, int] | None:
