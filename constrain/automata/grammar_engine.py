@@ -311,7 +311,8 @@ class GrammarEngine(EngineBase):
         out_state = np.full(vocab, -1, dtype=np.int32)
         out_nb = np.zeros(vocab, dtype=np.int32)
         out_start = np.zeros(vocab, dtype=np.int32)
-        buffer = np.empty(int(trie.num_nodes) + int(trie.tok_ids.shape[0]) * 2, dtype=np.int32)
+        # A token completes fewer terminals than it has bytes, so this bound is safe.
+        buffer = np.empty(trie.total_token_bytes, dtype=np.int32)
         walk_lexer(lexer.trans, lexer.label, lexer.ignored, q, lexer.restart, trie.node_byte, trie.node_depth,
                    trie.node_skip, trie.node_tok_ptr, trie.tok_ids, trie.max_depth, out_state, out_nb,
                    out_start, buffer)

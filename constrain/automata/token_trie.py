@@ -56,6 +56,11 @@ class TokenTrie:
         return found
 
     @property
+    def total_token_bytes(self) -> int:
+        """Sum of the lengths of all tokens in the trie (an upper bound on per-walk outputs)."""
+        return int(np.sum(self.node_depth.astype(np.int64) * np.diff(self.node_tok_ptr)))
+
+    @property
     def num_nodes(self) -> int:
         return int(self.node_byte.shape[0])
 
