@@ -161,8 +161,8 @@ class GrammarEngine(EngineBase):
         self.lexer = lexer if lexer is not None else LexerDFA(grammar, max_ignore_len)
         super().__init__(info, disk)
         self._groups: dict[int, list] = {}
-        # q -> {frames read: {top states: mask}}; see mask_words.
-        self._mask_cache: dict[int, dict[int, dict[tuple, np.ndarray]]] = {}
+        # q -> trie over parser states from the top of the stack; see mask_words.
+        self._mask_cache: dict[int, dict] = {}
         self._cached_masks = 0
 
     # -- matcher protocol ------------------------------------------------------
@@ -222,26 +222,33 @@ class GrammarEngine(EngineBase):
     def mask_words(self, state) -> np.ndarray:
         """The mask of ``state``; cached by (lexer state, the top parser frames it depends on).
 
-        Thread-safe without a lock: readers iterate over snapshots, and eviction
-        rebinds a fresh cache instead of clearing the one others may be reading.
+        Per lexer state, the cache is a trie over parser states read from the top of
+        the stack down; a node holding a mask (key ``None``) means "these top frames
+        decide the mask".  A lookup follows the stack until it meets one.
+        Thread-safe without a lock: eviction rebinds a fresh cache instead of
+        clearing the one other threads may be reading.
         """
         q, stack = state
         cache = self._mask_cache
-        by_depth = cache.setdefault(q, {})
-        if by_depth:
-            entries = tuple(by_depth.items())
-            tops = top_states(stack, max(count for count, _ in entries))  # one walk down the stack
-            for count, table in entries:
-                words = table.get(tops[:count])
-                if words is not None:
-                    return words
+        node = cache.get(q)
+        frame = stack
+        while node is not None:
+            words = node.get(None)
+            if words is not None:
+                return words
+            if frame is None:
+                break
+            node = node.get(frame.state)
+            frame = frame.below
         watch = [stack.depth]
         words = self._compute_mask(q, stack, watch)
-        count = stack.depth - watch[0] + 1
         if self._cached_masks >= MAX_CACHED_MASKS:
             cache = self._mask_cache = {}
             self._cached_masks = 0
-        cache.setdefault(q, {}).setdefault(count, {})[top_states(stack, count)] = words
+        node = cache.setdefault(q, {})
+        for top_state in top_states(stack, stack.depth - watch[0] + 1):
+            node = node.setdefault(top_state, {})
+        node[None] = words
         self._cached_masks += 1
         return words
 
