@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["DATA_DIR_ENV", "shared_data_dir", "load_tokenizer"]
+__all__ = ["DATA_DIR_ENV", "shared_data_dir", "load_tokenizer", "infos"]
 
 #: Environment variable that overrides the shared data directory.
 DATA_DIR_ENV = "CONSTRAIN_DATA_DIR"
@@ -67,3 +67,18 @@ def load_tokenizer() -> Callable[[str], Any]:
         return _load_tokenizer_from(str(_tokenizer_path_or_skip(name)))
 
     return load
+
+
+@pytest.fixture(scope="session")
+def infos(load_tokenizer: Callable[[str], Any]) -> Callable[[str], Any]:
+    """Return ``get(name)``: the :class:`constrain.TokenizerInfo` of tokenizer ``name``, cached."""
+    from constrain import TokenizerInfo
+
+    cache: dict[str, Any] = {}
+
+    def get(name: str) -> Any:
+        if name not in cache:
+            cache[name] = TokenizerInfo.from_huggingface(load_tokenizer(name))
+        return cache[name]
+
+    return get

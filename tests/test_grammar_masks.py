@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from constrain import Matcher, TokenizerInfo
+from constrain import Matcher
 from constrain.automata.grammar_engine import GrammarEngine
 from constrain.compiler import CompiledGrammar
 from constrain.grammar.builtin import builtin_grammar
@@ -52,18 +52,6 @@ GRAMMARS = {
         %ignore " "
     """,
 }
-
-
-@pytest.fixture(scope="module")
-def infos(load_tokenizer):
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = TokenizerInfo.from_huggingface(load_tokenizer(name))
-        return cache[name]
-
-    return get
 
 
 def _walk(info, grammar_text, steps, seed):

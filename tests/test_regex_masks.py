@@ -62,18 +62,6 @@ PATTERNS = {
 }
 
 
-@pytest.fixture(scope="module")
-def infos(load_tokenizer):
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = TokenizerInfo.from_huggingface(load_tokenizer(name))
-        return cache[name]
-
-    return get
-
-
 def _check_walk(info: TokenizerInfo, pattern: str, steps: int, seed: int) -> None:
     """Walk ``steps`` random allowed tokens, comparing the mask to the oracle each time."""
     compiled = Compiler(info, cache_dir=False).compile_regex(pattern)
