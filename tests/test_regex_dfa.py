@@ -177,3 +177,29 @@ def test_ignore_case_flag_argument():
 
     dfa = build_byte_dfa(parse_regex("select", dialect="python", ignore_case=True))
     assert dfa.matches(b"SeLeCt") and not dfa.matches(b"selec")
+
+
+def test_literal_alternation_trie_matches_general_construction():
+    """Word alternations take a direct trie path; it must give the same minimal DFA."""
+    import numpy as np
+
+    from constrain.automata import byte_dfa
+
+    rng = random.Random(5)
+    alphabet = "abcé你😀"
+    words = sorted({"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in range(300)})
+    pattern = "|".join(words)
+    fast = regex_to_dfa(pattern)
+    original = byte_dfa._literal_strings
+    try:
+        byte_dfa._literal_strings = lambda node: None  # force the NFA path
+        general = regex_to_dfa(pattern)
+    finally:
+        byte_dfa._literal_strings = original
+    assert fast.num_states == general.num_states
+    for text in words + ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 7))) for _ in range(2000)]:
+        data = text.encode()
+        assert fast.matches(data) == general.matches(data) == (text in words)
+        for cut in range(len(data) + 1):
+            assert fast.is_prefix(data[:cut]) == general.is_prefix(data[:cut])
+    assert np.all(fast.trans[fast.trans >= 0] < fast.num_states)

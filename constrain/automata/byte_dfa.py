@@ -429,6 +429,73 @@ def _minimize(trans: np.ndarray, labels: np.ndarray, starts: tuple[int, ...]):
     return mapped, labels[representative], tuple(int(block[start]) for start in starts)
 
 
+# Finite languages up to this many strings get the direct trie construction.
+_MAX_LITERAL_STRINGS = 50_000
+
+
+def _literal_strings(node) -> list[bytes] | None:
+    """The strings of a tree that is a finite set of literals (alternations of words), else None."""
+    if isinstance(node, CharSet):
+        (lo, hi), *rest = node.ranges if node.ranges else ((1, 0),)
+        return [chr(lo).encode("utf-8")] if not rest and lo == hi and not 0xD800 <= lo <= 0xDFFF else None
+    if isinstance(node, Alt):
+        out: list[bytes] = []
+        for item in node.items:
+            strings = _literal_strings(item)
+            if strings is None or len(out) + len(strings) > _MAX_LITERAL_STRINGS:
+                return None
+            out.extend(strings)
+        return out
+    if isinstance(node, Concat):
+        out = [b""]
+        for item in node.items:
+            strings = _literal_strings(item)
+            if strings is None or len(out) * len(strings) > _MAX_LITERAL_STRINGS:
+                return None
+            out = [a + b for a in out for b in strings]
+        return out
+    return None
+
+
+def _trie_dfa(strings: list[bytes]) -> ByteDFA:
+    """Minimal DFA of a finite set of strings: a byte trie, then merging equal suffixes.
+
+    A trie is acyclic and its children come after their parents, so walking states
+    from the last to the first and interning each by (accepting, transitions to
+    already-canonical states) minimises it in one linear pass.
+    """
+    children: list[dict[int, int]] = [{}]
+    accepting = [False]
+    for data in strings:
+        state = 0
+        for byte in data:
+            nxt = children[state].get(byte)
+            if nxt is None:
+                nxt = len(children)
+                children[state][byte] = nxt
+                children.append({})
+                accepting.append(False)
+            state = nxt
+        accepting[state] = True
+    canonical = [0] * len(children)
+    signatures: dict[tuple, int] = {}
+    for state in range(len(children) - 1, -1, -1):
+        key = (accepting[state], tuple(sorted((b, canonical[c]) for b, c in children[state].items())))
+        canonical[state] = signatures.setdefault(key, len(signatures))
+    # Renumber so that the start state is 0.
+    order = {canonical[0]: 0}
+    for key_id in range(len(signatures)):
+        order.setdefault(key_id, len(order))
+    trans = np.full((len(signatures), 256), -1, dtype=np.int32)
+    accept = np.zeros(len(signatures), dtype=bool)
+    for (is_accepting, edges), key_id in signatures.items():
+        row = order[key_id]
+        accept[row] = is_accepting
+        for byte, child in edges:
+            trans[row, byte] = order[child]
+    return ByteDFA(trans, accept, 0)
+
+
 def build_byte_dfa(tree: RegexNode, pattern: str = "") -> ByteDFA:
     """Build the minimal byte-level DFA of a regex tree (every state live).
 
@@ -438,6 +505,9 @@ def build_byte_dfa(tree: RegexNode, pattern: str = "") -> ByteDFA:
         When the language is empty (nothing can ever match), or the automaton is
         too large.
     """
+    strings = _literal_strings(tree)
+    if strings is not None and any(strings):
+        return _trie_dfa(strings)
     nfa = _NFA()
     start, final = nfa.new_state(), nfa.new_state()
     nfa.build(tree, start, final)

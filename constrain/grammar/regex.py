@@ -124,6 +124,9 @@ _CLASS_ESCAPES: dict[str, Ranges] = {
 _CONTROL_ESCAPES = {"t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D}
 _SYNTAX_CHARS = set("^$\\.*+?()[]{}|/-")
 _MAX_REPEAT = 100_000
+# Characters with no syntax meaning outside a class (']' and '}' alone are literals too,
+# but leave them to the general path, which knows Annex B).
+_PLAIN_RUN = re.compile(r"[^\\^$.|?*+()\[\]{}]+")
 
 
 class _Parser:
@@ -199,8 +202,27 @@ class _Parser:
     def alternative(self):
         items = []
         while self.peek() and self.peek() not in "|)":
-            items.append(self.term())
+            if not self.literal_run(items):
+                items.append(self.term())
         return items[0] if len(items) == 1 else Concat(tuple(items))
+
+    def literal_run(self, items: list) -> bool:
+        """Append a run of plain characters at once (the bulk of word alternations).
+
+        The last character of the run is left to :meth:`term` when a quantifier
+        follows it, since the quantifier applies to that character alone.
+        """
+        match = _PLAIN_RUN.match(self.pattern, self.pos)
+        if match is None:
+            return False
+        end = match.end()
+        if end < len(self.pattern) and self.pattern[end] in "*+?{":
+            end -= 1
+        if end <= self.pos:
+            return False
+        items.extend(self.charset(((ord(c), ord(c)),)) for c in self.pattern[self.pos : end])
+        self.pos = end
+        return True
 
     def term(self):
         start = self.pos
