@@ -35,7 +35,7 @@ from ..grammar.lark_grammar import LarkGrammar
 from ..grammar.regex import Alt, Repeat
 from ..grammar.terminals import terminal_pattern
 from .byte_dfa import build_byte_dfa, build_labeled_dfa
-from .lalr import Stack, accepts_end, feed, initial_stack, top_states
+from .lalr import Stack, acceptable_terminals, accepts_end, feed, initial_stack, top_states
 from .engine_base import EngineBase
 
 __all__ = ["LexerDFA", "GrammarEngine", "MAX_CACHED_MASKS"]
@@ -215,9 +215,9 @@ class GrammarEngine(EngineBase):
         """Some terminal the remainder can still become is ignored or shiftable now."""
         return self._any_follows(self.lexer.class_terms[self.lexer.reach_class[q]], stack)
 
-    def _any_follows(self, terms: list[int], stack: Stack, watch: list[int] | None = None) -> bool:
+    def _any_follows(self, terms: list[int], stack: Stack) -> bool:
         ignored = self.lexer.ignored
-        return any(ignored[t] or feed(self.tables, stack, t, watch) is not None for t in terms)
+        return any(ignored[t] or feed(self.tables, stack, t) is not None for t in terms)
 
     def mask_words(self, state) -> np.ndarray:
         """The mask of ``state``; cached by (lexer state, the top parser frames it depends on).
@@ -256,24 +256,23 @@ class GrammarEngine(EngineBase):
         """OR of the store's rows for ``q`` whose terminal sequence the parser accepts.
 
         Parser simulations are shared between groups: the stack after each sequence
-        prefix, and each (prefix, remainder class) verdict, are computed once.
+        prefix, and the terminals shiftable after each sequence, are computed once.
         Small groups hold token ids rather than rows; their bits are set in one go.
         """
         accepting = self.is_accepting((q, stack), watch)
         words = self._eos_words.copy() if accepting else np.zeros(self.num_words, dtype=np.uint32)
         after_prefix: dict[tuple, Stack | None] = {(): stack}
-        shiftable: dict[tuple, frozenset[int]] = {}
+        shiftable: dict[tuple, frozenset[int] | None] = {}
         ignored = self.lexer.ignored
         sparse = []
         for sequence, cls, dense, ids in self._groups_of(q):
-            follow = shiftable.get(sequence)
-            if follow is None:
+            if sequence not in shiftable:
+                # None: the parser rejects the sequence itself.
                 after = self._after(sequence, after_prefix, watch)
-                follow = frozenset() if after is None else self._shiftable(after, watch)
-                shiftable[sequence] = follow
-            verdict = sequence in after_prefix and after_prefix[sequence] is not None and any(
-                ignored[t] or t in follow for t in self.lexer.class_terms[cls]
-            )
+                shiftable[sequence] = None if after is None else frozenset(
+                    acceptable_terminals(self.tables, after, watch))
+            follow = shiftable[sequence]
+            verdict = follow is not None and any(ignored[t] or t in follow for t in self.lexer.class_terms[cls])
             if verdict:
                 if dense is not None:
                     words |= dense
@@ -283,11 +282,6 @@ class GrammarEngine(EngineBase):
             ids = np.concatenate(sparse)
             np.bitwise_or.at(words, ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
         return words
-
-    def _shiftable(self, stack: Stack, watch: list[int]) -> frozenset[int]:
-        """Terminals the parser can shift from ``stack`` (reductions simulated, reads watched)."""
-        candidates = np.nonzero(self.tables.action[stack.state])[0].tolist()
-        return frozenset(t for t in candidates if t and feed(self.tables, stack, t, watch) is not None)
 
     def _after(self, sequence: tuple, after_prefix: dict, watch: list[int]) -> Stack | None:
         """The parser stack after feeding ``sequence``, memoised by prefix in ``after_prefix``."""

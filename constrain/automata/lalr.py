@@ -169,10 +169,13 @@ def accepts_end(tables: ParseTables, stack: Stack, watch: list[int] | None = Non
         stack = reduced
 
 
-def acceptable_terminals(tables: ParseTables, stack: Stack) -> list[int]:
-    """Terminal ids (not END) that :func:`feed` would shift from ``stack``, in id order."""
+def acceptable_terminals(tables: ParseTables, stack: Stack, watch: list[int] | None = None) -> list[int]:
+    """Terminal ids (not END) that :func:`feed` would shift from ``stack``, in id order.
+
+    ``watch``: see :func:`feed`.
+    """
     candidates = np.nonzero(tables.action[stack.state, 1:])[0] + 1
-    return [int(t) for t in candidates if feed(tables, stack, int(t)) is not None]
+    return [int(t) for t in candidates if feed(tables, stack, int(t), watch) is not None]
 
 
 def top_states(stack: Stack, count: int) -> tuple[int, ...]:

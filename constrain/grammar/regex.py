@@ -122,7 +122,6 @@ _CLASS_ESCAPES: dict[str, Ranges] = {
     "S": complement_ranges(_SPACE),
 }
 _CONTROL_ESCAPES = {"t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D}
-_SYNTAX_CHARS = set("^$\\.*+?()[]{}|/-")
 _MAX_REPEAT = 100_000
 # Characters with no syntax meaning outside a class (']' and '}' alone are literals too,
 # but leave them to the general path, which knows Annex B).
