@@ -47,6 +47,8 @@ _LAZY = {
     "ConstrainedLogitsProcessor": "constrain.samplers.processor",
     "RegexLogitsProcessor": "constrain.samplers.processor",
     "GrammarLogitsProcessor": "constrain.samplers.processor",
+    "JSONSchemaLogitsProcessor": "constrain.samplers.processor",
+    "generate_json": "constrain.api",
     "generate_regex": "constrain.api",
     "generate_grammar": "constrain.api",
 }

@@ -1,4 +1,4 @@
-"""One-call front ends: ``generate_regex`` (``generate_json`` and ``generate_grammar`` follow).
+"""One-call front ends: ``generate_json``, ``generate_regex`` and ``generate_grammar``.
 
 These wrap ``model.generate`` with a :class:`ConstrainedLogitsProcessor`, stop on
 every EOS id the constraint may end with, and return the text decoded from the
@@ -12,7 +12,7 @@ from typing import Any
 from .compiler import CompiledGrammar
 from .errors import ConstrainError
 
-__all__ = ["generate_regex", "generate_grammar", "generate_constrained", "model_vocab_size"]
+__all__ = ["generate_json", "generate_regex", "generate_grammar", "generate_constrained", "model_vocab_size"]
 
 
 def model_vocab_size(model: Any) -> int | None:
@@ -145,3 +145,60 @@ def generate_grammar(
     text = builtin_grammar(grammar) if grammar in BUILTIN_GRAMMARS else grammar
     compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_grammar(text, start=start)
     return generate_constrained(compiled, prompt, model, tokenizer, **generate_kwargs)
+
+
+def generate_json(
+    schema: Any,
+    prompt: str | list[str],
+    model: Any,
+    tokenizer: Any,
+    *,
+    whitespace: str = "flexible",
+    strict: bool = True,
+    **generate_kwargs: Any,
+) -> Any:
+    """Generate a JSON value valid against ``schema`` and return it parsed.
+
+    ``schema`` is a dict, JSON text or a pydantic model class.  With
+    ``strict=False``, keywords that cannot be enforced exactly are relaxed while
+    decoding, and the result is then validated with ``jsonschema`` (formats
+    checked): a :class:`~constrain.errors.SchemaError` names the keyword that the
+    output broke.  Returns one value, or a list for a list of prompts.
+
+    Examples
+    --------
+    >>> generate_json({"type": "object", "properties": {"age": {"type": "integer"}}, "required": ["age"]},
+    ...               "A person: ", model, tokenizer)  # doctest: +SKIP
+    {'age': 42}
+    """
+    import json
+
+    from .samplers.processor import compiler_for
+
+    compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_json_schema(
+        schema, whitespace=whitespace, strict=strict)
+    texts = generate_constrained(compiled, prompt, model, tokenizer, **generate_kwargs)
+    values = [json.loads(text) for text in ([texts] if isinstance(texts, str) else texts)]
+    if compiled.notes:
+        for value in values:
+            validate_output(value, compiled)
+    return values[0] if isinstance(texts, str) else values
+
+
+def validate_output(value: Any, compiled: CompiledGrammar) -> None:
+    """Check a decoded value against the compiled schema with ``jsonschema`` (formats on).
+
+    Only needed when the compile relaxed something (``compiled.notes``): the
+    error says which keyword the value broke and which note relaxed it.
+    """
+    import jsonschema
+
+    from .errors import SchemaError
+
+    schema = compiled.source
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    error = jsonschema.exceptions.best_match(cls(schema, format_checker=cls.FORMAT_CHECKER).iter_errors(value))
+    if error is not None:
+        pointer = "#/" + "/".join(str(p) for p in error.absolute_schema_path)
+        raise SchemaError(f"the output breaks {error.validator!r}, which was not enforced while decoding "
+                          f"({'; '.join(compiled.notes)}): {error.message}", pointer)

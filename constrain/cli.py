@@ -12,6 +12,7 @@ print one line on stderr and exit with status 2; nothing prints a traceback unle
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -64,7 +65,9 @@ def _read_file(path: str, what: str) -> str:
 
 
 def _constraint_source(args: argparse.Namespace) -> tuple[str, str]:
-    """(kind, text): ``("regex", pattern)`` or ``("grammar", lark text)``."""
+    """(kind, text): ``("regex", pattern)``, ``("grammar", lark text)`` or ``("schema", JSON text)``."""
+    if args.schema is not None:
+        return "schema", _read_file(args.schema, "schema")
     if args.regex is not None:
         return "regex", args.regex
     if args.regex_file is not None:
@@ -81,7 +84,7 @@ def _constraint_source(args: argparse.Namespace) -> tuple[str, str]:
 def _generate(args: argparse.Namespace, model: Any, tokenizer: Any) -> int:
     import torch
 
-    from .api import generate_grammar, generate_regex
+    from .api import generate_grammar, generate_json, generate_regex
 
     kind, source = _constraint_source(args)
     torch.manual_seed(args.seed)
@@ -90,12 +93,12 @@ def _generate(args: argparse.Namespace, model: Any, tokenizer: Any) -> int:
         kwargs.update(do_sample=True, temperature=args.temperature)
     else:
         kwargs.update(do_sample=False)
-    generate = generate_regex if kind == "regex" else generate_grammar
+    generate = {"regex": generate_regex, "grammar": generate_grammar, "schema": generate_json}[kind]
     start = time.perf_counter()
     outputs = generate(source, [args.prompt] * args.num, model, tokenizer, **kwargs)
     elapsed = time.perf_counter() - start
-    for text in outputs:
-        print(text)
+    for output in outputs:
+        print(json.dumps(output, ensure_ascii=False) if kind == "schema" else output)
     print(f"# {len(outputs)} output(s) in {elapsed:.2f} s", file=sys.stderr)
     return 0
 
@@ -126,6 +129,7 @@ def _add_generation_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--regex-file", help="file holding the regex")
     group.add_argument("--grammar", help="Lark grammar file (LALR(1)) the output must be a sentence of")
     group.add_argument("--builtin", choices=["json", "sql"], help="a built-in grammar")
+    group.add_argument("--schema", help="JSON Schema file the output must validate against")
     parser.add_argument("--prompt", default="Output: ", help="prompt text")
     parser.add_argument("--tokenizer", help="tokenizer hub id or local path (default: the model's)")
     parser.add_argument("-n", "--num", type=int, default=3, help="number of outputs")

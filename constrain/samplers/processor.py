@@ -228,3 +228,14 @@ class GrammarLogitsProcessor(ConstrainedLogitsProcessor):
 
         text = builtin_grammar(grammar) if grammar in BUILTIN_GRAMMARS else grammar
         super().__init__(compiler_for(tokenizer, vocab_size).compile_grammar(text, start=start))
+
+
+class JSONSchemaLogitsProcessor(ConstrainedLogitsProcessor):
+    """A :class:`ConstrainedLogitsProcessor` for a JSON Schema (dict, JSON text or pydantic model).
+
+    Keyword arguments (``whitespace``, ``strict``...) are those of
+    :meth:`constrain.Compiler.compile_json_schema`.
+    """
+
+    def __init__(self, schema: Any, tokenizer: Any, *, vocab_size: int | None = None, **options: Any) -> None:
+        super().__init__(compiler_for(tokenizer, vocab_size).compile_json_schema(schema, **options))
