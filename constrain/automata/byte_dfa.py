@@ -375,18 +375,34 @@ def _distinct_columns(trans: np.ndarray) -> np.ndarray:
 _HOPCROFT_MAX_CELLS = 20_000
 
 
+_MOORE_MULTIPLIERS = np.random.default_rng(0x5EED).integers(1, 2**62, size=257, dtype=np.uint64) | np.uint64(1)
+
+
 def _moore_blocks(compact: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Moore partition refinement, vectorised; ``compact[s, c]`` is ``n`` for the sink."""
+    """Moore partition refinement, vectorised; ``compact[s, c]`` is ``n`` for the sink.
+
+    Each round hashes a state's (block, successor blocks) signature into one
+    64-bit key, so a round is one ``np.unique`` however many byte classes there
+    are; the round's partition is then verified exactly (every state's signature
+    equals its block representative's), and a collision, should one ever occur,
+    falls back to the exact column-by-column fold.
+    """
     block = np.unique(labels.astype(np.int64), return_inverse=True)[1].reshape(-1)
     num_blocks = int(block.max()) + 1
+    multipliers = _MOORE_MULTIPLIERS[: compact.shape[1] + 1]
     while True:
         extended = np.append(block, num_blocks)  # the sink gets a class of its own
-        # Exact row signature without sorting 2-D rows: fold one column at a time into
-        # a dense 1-D key (values stay below n * (num_blocks + 1), so int64 suffices).
-        key = block
-        for column in compact.T:
-            key = key * (num_blocks + 1) + extended[column]
-            key = np.unique(key, return_inverse=True)[1].reshape(-1)
+        signature = extended[compact]
+        hashed = block.astype(np.uint64) * multipliers[0] + (signature.astype(np.uint64) * multipliers[1:]).sum(
+            axis=1, dtype=np.uint64)
+        first, key = np.unique(hashed, return_index=True, return_inverse=True)[1:]
+        key = key.reshape(-1)
+        representative = first[key]
+        if not (np.array_equal(signature, signature[representative]) and np.array_equal(block, block[representative])):
+            key = block
+            for column in compact.T:
+                key = key * (num_blocks + 1) + extended[column]
+                key = np.unique(key, return_inverse=True)[1].reshape(-1)
         new_count = int(key.max()) + 1
         block = key
         if new_count == num_blocks:

@@ -28,45 +28,49 @@ _OPS: dict[str, Callable[[bool, bool], bool]] = {
 def product(a: ByteDFA, b: ByteDFA, op: str) -> ByteDFA | None:
     """The DFA of ``L(a) op L(b)`` for op in ``and``, ``or``, ``diff``; None when empty.
 
-    States are pairs of states, ``-1`` standing for "this side has left its
+    States are pairs of states, the sink standing for "this side has left its
     language" (needed for ``or`` and ``diff``, where one side may die and the other
-    go on).  Only pairs reachable from the start pair are built.
+    go on).  Only pairs reachable from the start pair are built, breadth first, a
+    whole frontier at a time with array operations (Python touches each new pair
+    once, never each byte).
     """
     accept = _OPS[op]
-    keep_dead_b = op in ("or", "diff")
-    keep_dead_a = op == "or"
     ta, tb = _with_sink(a.trans), _with_sink(b.trans)
     na, nb = a.num_states, b.num_states  # index na / nb is the sink row
-    index = {(a.start, b.start): 0}
-    pairs = [(a.start, b.start)]
+    width = np.int64(nb + 1)
+    index = {int(a.start) * int(width) + int(b.start): 0}
+    pair_keys = [int(a.start) * int(width) + int(b.start)]
     rows: list[np.ndarray] = []
-    while len(rows) < len(pairs):
-        sa, sb = pairs[len(rows)]
-        ra, rb = ta[sa], tb[sb]
-        alive = np.ones(256, dtype=bool)
-        if not keep_dead_a:
+    done = 0
+    while done < len(pair_keys):
+        frontier = np.asarray(pair_keys[done:], dtype=np.int64)
+        ra, rb = ta[frontier // width], tb[frontier % width]
+        alive = ~((ra == na) & (rb == nb))
+        if op != "or":
             alive &= ra != na
-        if not keep_dead_b:
+        if op == "and":
             alive &= rb != nb
-        alive &= ~((ra == na) & (rb == nb))
-        keys = ra.astype(np.int64) * (nb + 1) + rb
-        row = np.full(256, -1, dtype=np.int32)
+        keys = ra.astype(np.int64) * width + rb
         for key in np.unique(keys[alive]).tolist():
-            pair = (key // (nb + 1), key % (nb + 1))
-            target = index.get(pair)
-            if target is None:
-                target = index[pair] = len(pairs)
-                if target >= MAX_DFA_STATES:
+            if key not in index:
+                if len(pair_keys) >= MAX_DFA_STATES:
                     raise RegexError(f"a combined automaton has more than {MAX_DFA_STATES} states", "", 0)
-                pairs.append(pair)
-            row[keys == key] = target
-        row[~alive] = -1
-        rows.append(row)
-    trans = np.stack(rows)
-    labels = np.array(
-        [0 if accept(sa < na and bool(a.accepting[sa]), sb < nb and bool(b.accepting[sb])) else -1
-         for sa, sb in pairs], dtype=np.int32)
-    return dfa_from_table(trans, labels >= 0, 0)
+                index[key] = len(pair_keys)
+                pair_keys.append(key)
+        known = np.fromiter(index.keys(), dtype=np.int64, count=len(index))
+        ids = np.fromiter(index.values(), dtype=np.int32, count=len(index))
+        order = np.argsort(known)
+        position = np.searchsorted(known[order], keys)
+        mapped = ids[order][np.minimum(position, len(known) - 1)]
+        rows.append(np.where(alive, mapped, -1).astype(np.int32))
+        done += len(frontier)
+    trans = np.concatenate(rows)
+    sa = np.asarray(pair_keys, dtype=np.int64) // width
+    sb = np.asarray(pair_keys, dtype=np.int64) % width
+    in_a = np.append(a.accepting, False)[sa]
+    in_b = np.append(b.accepting, False)[sb]
+    accepting = np.array([accept(x, y) for x, y in zip(in_a.tolist(), in_b.tolist())], dtype=bool)
+    return dfa_from_table(trans, accepting, 0)
 
 
 def intersect(a: ByteDFA, b: ByteDFA) -> ByteDFA | None:

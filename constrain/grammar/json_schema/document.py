@@ -19,7 +19,7 @@ from ...errors import SchemaError
 __all__ = ["Loc", "SchemaDocument", "load_schema", "DRAFTS"]
 
 DRAFTS = {"draft-03": 4, "draft-04": 4, "draft-06": 6, "draft-07": 7, "2019-09": 2019, "2020-12": 2020}
-_ROOT_BASE = "urn:constrain:root"
+_ROOT_BASE = "https://constrain.invalid/root.json"  # a hierarchical URL, so urljoin resolves fragments
 # Keywords whose values are schemas, maps of schemas or lists of schemas: where $id/$anchor may hide.
 _SCHEMA_VALUED = {"additionalProperties", "additionalItems", "contains", "not", "if", "then", "else",
                   "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contentSchema"}
