@@ -324,6 +324,7 @@ def _check_scores(table: DingoTable, scores: torch.Tensor) -> torch.Tensor:
             f"Invalid scores: expected {table.vocab_size} columns (the vocabulary the constraint was "
             f"compiled for), got {scores.shape[1]}"
         )
+    scores = scores.detach()
     return scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores
 
 
