@@ -49,6 +49,13 @@ _LAZY = {
     "GrammarLogitsProcessor": "constrain.samplers.processor",
     "generate_regex": "constrain.api",
     "generate_grammar": "constrain.api",
+    "DiffusionGenerator": "constrain.samplers.diffusion",
+    "DiffusionOutput": "constrain.samplers.diffusion",
+    "DiffusionError": "constrain.samplers.dingo",
+    "NonRegularConstraintError": "constrain.samplers.dingo",
+    "dingo_table": "constrain.samplers.dingo",
+    "dingo_decode": "constrain.samplers.dingo",
+    "dingo_sample": "constrain.samplers.dingo",
 }
 
 __all__ = [

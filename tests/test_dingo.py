@@ -311,3 +311,16 @@ def test_generator_refuses_bad_schedules(masked_lm):
         DiffusionGenerator(model, tokenizer, compiled, gen_length=2, block_length=2, steps=2, mask_token_id=mask)
     with pytest.raises(DiffusionError, match="mask"):
         DiffusionGenerator(model, tokenizer, compiled, gen_length=16, block_length=8, steps=4)
+
+
+def test_generate_regex_accepts_a_diffusion_model(masked_lm):
+    import regex
+
+    from constrain import generate_regex
+
+    model, tokenizer, _, mask = masked_lm
+    pattern = r"[a-z]+@[a-z]+\.(com|org)"
+    texts = generate_regex(pattern, ["Mail: ", "x"], model, tokenizer, diffusion=True, gen_length=16,
+                           block_length=8, steps=4, mask_token_id=mask)
+    assert len(texts) == 2
+    assert all(regex.fullmatch(ecma_to_python_regex(pattern), t) for t in texts), texts

@@ -35,7 +35,7 @@ import torch
 from ..compiler import CompiledGrammar
 from .dingo import DiffusionError, DingoTable, dingo_decode, dingo_sample, dingo_table
 
-__all__ = ["DiffusionGenerator", "DiffusionOutput"]
+__all__ = ["DiffusionGenerator", "DiffusionOutput", "generate_diffusion"]
 
 METHODS = ("dingo", "greedy", "unconstrained")
 
@@ -242,6 +242,16 @@ class DiffusionGenerator:
         if self.method != "unconstrained" and not complete:  # pragma: no cover - the DP guarantees it
             raise DiffusionError(f"Internal error: the constrained output {data[:200]!r} does not match")
         return DiffusionOutput(data.decode("utf-8", errors="replace"), tokens, total, complete)
+
+
+def generate_diffusion(compiled: CompiledGrammar, prompt: str | list[str], model: Any, tokenizer: Any,
+                       **options: Any) -> str | list[str]:
+    """Front-end helper: one :class:`DiffusionGenerator` run per prompt (used by
+    ``generate_regex(..., diffusion=True)``; ``generate_json`` can call it the same way)."""
+    generator = DiffusionGenerator(model, tokenizer, compiled, **options)
+    if isinstance(prompt, str):
+        return generator.generate(prompt)
+    return [generator.generate(p) for p in prompt]
 
 
 def _accepts(compiled: CompiledGrammar, data: bytes) -> bool:
