@@ -226,6 +226,8 @@ def test_bad_inputs_name_the_problem(small_info):
         dingo_decode(table, torch.zeros(2, 7))
     with pytest.raises(DiffusionError, match="wildcard"):
         dingo_decode(table, torch.zeros(2, small_info.vocab_size), wildcard=[True])
+    with pytest.raises(DiffusionError, match="start_state"):
+        dingo_decode(table, torch.zeros(2, small_info.vocab_size), start_state=table.num_states)
     with pytest.raises(DiffusionError, match="No block"):  # a date cannot end after 3 tokens
         dingo_decode(table, torch.zeros(3, small_info.vocab_size), final_states=table.final_states(0))
 

@@ -352,6 +352,14 @@ def _scatter_logsumexp(values: torch.Tensor, index: torch.Tensor, size: int) -> 
     return torch.log(total) + shift
 
 
+def _start(table: DingoTable, start_state: int | None) -> int:
+    if start_state is None:
+        return table.start
+    if not 0 <= int(start_state) < table.num_states:
+        raise DiffusionError(f"Invalid start_state: expected a table state in [0, {table.num_states}), got {start_state}")
+    return int(start_state)
+
+
 def _final_mask(table: DingoTable, final_states: Any, device: torch.device) -> torch.Tensor:
     mask = table.final_states(None) if final_states is None else np.asarray(final_states, dtype=bool)
     if mask.shape != (table.num_states,):
@@ -405,7 +413,7 @@ def dingo_decode(
     # O(L x V), vectorised: the best score per (position, class).
     class_best = _scatter_max(scores, dev.token_class, table.num_classes)
     alpha = scores.new_full((table.num_states,), float("-inf"))
-    alpha[table.start if start_state is None else start_state] = 0.0
+    alpha[_start(table, start_state)] = 0.0
     pointers = []
     for i in range(length):  # O(E) per position, vectorised over edges
         if wild[i]:
@@ -478,7 +486,7 @@ def dingo_sample(
     length, vocab = scores.shape
     class_mass = _scatter_logsumexp(scores, dev.token_class, table.num_classes)
     alphas = [scores.new_full((table.num_states,), float("-inf"))]
-    alphas[0][table.start if start_state is None else start_state] = 0.0
+    alphas[0][_start(table, start_state)] = 0.0
     for i in range(length):
         edge_scores = alphas[-1].index_select(0, dev.src) + class_mass[i].index_select(0, dev.cls)
         alphas.append(_scatter_logsumexp(edge_scores, dev.dst, table.num_states))
