@@ -193,13 +193,12 @@ class DiffusionGenerator:
         block = block.clone()
         final = self.table.final_states(remaining)
         for i in sorted(chosen.tolist()):
-            free = masked.clone()
-            free[i] = False
-            scores = _pin_committed(logp, block, block == self.mask_token_id)
-            result = dingo_decode(self.table, scores, start_state=state, wildcard=(masked & free).tolist(),
-                                  final_states=final)
-            block[i] = result.tokens[i]
             masked = block == self.mask_token_id
+            wildcard = masked.clone()
+            wildcard[i] = False  # the only free position: its best viable token, alone
+            result = dingo_decode(self.table, _pin_committed(logp, block, masked), start_state=state,
+                                  wildcard=wildcard.tolist(), final_states=final)
+            block[i] = result.tokens[i]
         return block[chosen]
 
     # -- helpers -------------------------------------------------------------------

@@ -111,6 +111,8 @@ class _DeviceTable:
         self.src, self.cls, self.dst = put(table.edge_src), put(table.edge_cls), put(table.edge_dst)
         self.dst_ptr = put(table.dst_ptr)
         self.pair_src, self.pair_dst = put(table.pair_src), put(table.pair_dst)
+        self.class_order, self.class_ptr = put(table.class_order), put(table.class_ptr)
+        self.sorted_class = put(table.token_class[table.class_order])
         self.edge_ids = torch.arange(self.src.numel(), device=device)
         self.pair_ids = torch.arange(self.pair_src.numel(), device=device)
 
@@ -154,6 +156,8 @@ class DingoTable:
         pairs = np.unique(edges[:, [0, 2]], axis=0)
         self.pair_src, self.pair_dst = pairs[:, 0], pairs[:, 1]
         self.finish_distance = self._finish_distance()
+        self.class_order = np.argsort(token_class, kind="stable")
+        self.class_ptr = np.searchsorted(token_class[self.class_order], np.arange(num_classes + 1))
         self._devices: dict[str, _DeviceTable] = {}
         self._step: dict[tuple[int, int], int] | None = None
         self._lock = threading.Lock()
@@ -505,11 +509,30 @@ def dingo_sample(
         edge = _sample_incoming(dev, weight, state, generator)
         classes[:, i] = dev.cls.index_select(0, edge)
         state = dev.src.index_select(0, edge)
-    # A token within its class: inverse CDF over the class's probabilities (multinomial).
-    probs = torch.exp(scores - scores.max(-1, keepdim=True).values).double()
-    outside = dev.token_class.view(1, 1, -1) != classes.unsqueeze(-1)
-    probs = probs.unsqueeze(0).masked_fill(outside, 0.0).view(num_samples * length, vocab)
-    return torch.multinomial(probs, 1, generator=generator).view(num_samples, length)
+    return _sample_in_class(dev, scores, class_mass, classes, generator)
+
+
+def _sample_in_class(dev: _DeviceTable, scores: torch.Tensor, class_mass: torch.Tensor, classes: torch.Tensor,
+                     generator: torch.Generator | None) -> torch.Tensor:
+    """A token of class ``classes[n, i]`` for each sample and position, drawn by ``exp(scores)``.
+
+    Tokens are laid out class by class (``class_order``), so a class is one slice of a
+    row; each position's probabilities, normalised within their class, are summed once
+    (``O(L x V)``) and every draw is a ``searchsorted`` in its slice.
+    """
+    in_sorted = scores.index_select(1, dev.class_order)
+    norm = class_mass.index_select(1, dev.sorted_class)
+    weight = torch.where(torch.isfinite(norm), torch.exp((in_sorted - norm).double()),
+                         torch.zeros((), dtype=torch.float64, device=scores.device))
+    cum = torch.cumsum(weight, 1)
+    lo = dev.class_ptr[classes].T.contiguous()  # [L, n]
+    hi = dev.class_ptr[classes + 1].T.contiguous()
+    before = torch.where(lo > 0, cum.gather(1, (lo - 1).clamp(min=0)), torch.zeros_like(cum[:, :1]))
+    total = cum.gather(1, hi - 1) - before
+    u = torch.rand(lo.shape, generator=generator, device=scores.device, dtype=torch.float64)
+    pos = torch.searchsorted(cum, before + u * total, right=True)
+    pos = torch.minimum(torch.maximum(pos, lo), hi - 1)
+    return dev.class_order[pos].T
 
 
 def _sample_categorical(logits: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
