@@ -51,6 +51,13 @@ _LAZY = {
     "generate_json": "constrain.api",
     "generate_regex": "constrain.api",
     "generate_grammar": "constrain.api",
+    "DiffusionGenerator": "constrain.samplers.diffusion",
+    "DiffusionOutput": "constrain.samplers.diffusion",
+    "DiffusionError": "constrain.samplers.dingo",
+    "NonRegularConstraintError": "constrain.samplers.dingo",
+    "dingo_table": "constrain.samplers.dingo",
+    "dingo_decode": "constrain.samplers.dingo",
+    "dingo_sample": "constrain.samplers.dingo",
 }
 
 __all__ = [

@@ -106,18 +106,31 @@ def generate_regex(
     prompt: str | list[str],
     model: Any,
     tokenizer: Any,
+    *,
+    diffusion: bool = False,
     **generate_kwargs: Any,
 ) -> str | list[str]:
     """Generate text that fully matches an ECMA-262 regex.
+
+    ``diffusion=True`` decodes with a masked-diffusion LM (LLaDA, Dream) through
+    :class:`~constrain.samplers.diffusion.DiffusionGenerator` and DINGO; the other
+    keyword arguments are then its options (``gen_length``, ``block_length``,
+    ``steps``, ``mask_token_id``, ``do_sample``...).
 
     Examples
     --------
     >>> generate_regex(r"\\d{4}-\\d{2}-\\d{2}", "Today is ", model, tokenizer)  # doctest: +SKIP
     '2024-05-17'
+    >>> generate_regex(r"\\d{4}", "Year: ", llada, tokenizer, diffusion=True, gen_length=32)  # doctest: +SKIP
+    '1969'
     """
     from .samplers.processor import compiler_for
 
     compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_regex(pattern)
+    if diffusion:
+        from .samplers.diffusion import generate_diffusion
+
+        return generate_diffusion(compiled, prompt, model, tokenizer, **generate_kwargs)
     return generate_constrained(compiled, prompt, model, tokenizer, **generate_kwargs)
 
 

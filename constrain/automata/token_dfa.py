@@ -93,17 +93,20 @@ class TokenDFA(EngineBase):
             words |= self._eos_words
         return words
 
-    def next_states(self, state: int) -> np.ndarray:
+    def next_states(self, state: int, *, memoize: bool = True) -> np.ndarray:
         """int32 ``[vocab_size]``: the state after each token from ``state``, -1 if not allowed.
 
         EOS tokens map to -1 here; callers treat EOS separately through
-        :meth:`is_accepting`.  Memoised like the mask rows.
+        :meth:`is_accepting`.  Memoised like the mask rows; ``memoize=False`` computes
+        a fresh row and keeps nothing (DINGO's table reads each row once, and 1,000
+        kept rows of a 128k vocabulary would hold 512 MiB).
         """
         row = self._next_rows.get(state)
         if row is None:
             row = np.full(self.info.vocab_size, -1, dtype=np.int32)
             self._walk(state, np.zeros(self.num_words, dtype=np.uint32), row)
-            row = self._next_rows.setdefault(state, row)
+            if memoize:
+                row = self._next_rows.setdefault(state, row)
         return row
 
     def precompute(self) -> np.ndarray:
