@@ -29,6 +29,7 @@ from .errors import (  # noqa: E402
     BitmaskError,
     ConstrainError,
     GrammarError,
+    MonitorError,
     RegexError,
     SchemaError,
     TokenizerError,
@@ -49,6 +50,11 @@ _LAZY = {
     "GrammarLogitsProcessor": "constrain.samplers.processor",
     "generate_regex": "constrain.api",
     "generate_grammar": "constrain.api",
+    "Monitor": "constrain.monitors.base",
+    "Trigger": "constrain.monitors.base",
+    "MonitorLogitsProcessor": "constrain.monitors.processor",
+    "PythonMemberMonitor": "constrain.monitors.python",
+    "PythonImportMonitor": "constrain.monitors.python",
 }
 
 __all__ = [
@@ -59,6 +65,7 @@ __all__ = [
     "SchemaError",
     "TokenizerError",
     "BitmaskError",
+    "MonitorError",
     *_LAZY,
 ]
 

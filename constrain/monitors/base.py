@@ -136,6 +136,7 @@ class MonitorContext:
         self.boundary = bytes(sorted(set(boundary))) if split_at_triggers else b""
         self.idle_words = self._boundary_guard(self.boundary) if self.boundary else None
         self._masks: dict[tuple[int, int], np.ndarray] = {}
+        self._ends = np.empty(tokenizer_info.vocab_size, dtype=np.int32)  # walk output, reused
         self.stats = {"trigger_checks": 0, "triggers": 0, "mask_walks": 0}
 
     def _walk(self, trans: np.ndarray, state: int) -> np.ndarray:
@@ -145,6 +146,22 @@ class MonitorContext:
         walk_dfa(trans, state, trie.node_byte, trie.node_depth, trie.node_skip, trie.node_tok_ptr, trie.tok_ids,
                  trie.max_depth, words, np.empty(0, np.int32))
         return words
+
+    def _identifier_walk(self, dfa: IdentifierDFA, state: int) -> np.ndarray:
+        """One trie walk; then drop the tokens whose end state does not settle (see ``IdentifierDFA``)."""
+        trie = self.trie
+        words = np.zeros(self.num_words, dtype=np.uint32)
+        ends = self._ends
+        ends.fill(-1)
+        walk_dfa(dfa.trans, state, trie.node_byte, trie.node_depth, trie.node_skip, trie.node_tok_ptr, trie.tok_ids,
+                 trie.max_depth, words, ends)
+        settles = np.zeros(ends.shape[0], dtype=bool)
+        reached = ends >= 0
+        settles[reached] = dfa.settle[ends[reached]] >= 0
+        packed = np.packbits(settles, bitorder="little")
+        padded = np.zeros(self.num_words * 4, dtype=np.uint8)
+        padded[: packed.shape[0]] = packed
+        return padded.view(np.uint32)
 
     def _boundary_guard(self, boundary: bytes) -> np.ndarray:
         """Mask of tokens with no boundary byte followed by an identifier-start byte; others all set."""
@@ -158,7 +175,7 @@ class MonitorContext:
         words = self._masks.get(key)
         if words is None:
             self.stats["mask_walks"] += 1
-            words = self._walk(dfa.trans, state)
+            words = self._identifier_walk(dfa, state)
             if dfa.accepting[state]:
                 words |= self.eos_words
             if len(self._masks) >= _MASK_CACHE_SIZE:
@@ -249,7 +266,7 @@ class MonitoredMatcher:
         if self._dfa is not None:
             if not context.matchable[token_id]:
                 return False
-            state = self._dfa.walk(self._state, data)
+            state = self._dfa.walk_token(self._state, data)
             if state < 0:
                 return False
         elif context.idle_words is not None and not (context.idle_words[token_id >> 5] >> (token_id & 31)) & 1:

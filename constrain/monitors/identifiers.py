@@ -91,6 +91,13 @@ class IdentifierDFA:
         int32 ``[num_states, 256]``, ``-1`` = forbidden; every state is live.
     accepting:
         bool ``[num_states]``: a whole identifier has been read (EOS may follow).
+    settle:
+        int32 ``[num_states]``: where the next token starts when one ends in a state.
+        A token may not end inside the character that terminates the identifier
+        (-1): a grammar composed with the monitor could accept that partial
+        character for another reason (``\\w`` is wider than ``XID_Continue``), and the two
+        masks would then have no token in common at the next step.  A token ending
+        inside a multi-byte *identifier* character forgets the terminator branch.
     start:
         The state before the prefix.
     names:
@@ -99,18 +106,24 @@ class IdentifierDFA:
 
     trans: np.ndarray
     accepting: np.ndarray
+    settle: np.ndarray
     start: int
     names: frozenset[str]
     prefix: str
 
     def walk(self, state: int, data: bytes) -> int:
-        """State after ``data`` from ``state``; -1 once the bytes leave the language."""
+        """State after the bytes ``data`` from ``state``; -1 once they leave the language."""
         trans = self.trans
         for byte in data:
             state = int(trans[state, byte])
             if state < 0:
                 return -1
         return state
+
+    def walk_token(self, state: int, data: bytes) -> int:
+        """State after a whole token; -1 when it leaves the language or ends inside a terminator."""
+        end = self.walk(state, data)
+        return int(self.settle[end]) if end >= 0 else -1
 
     @property
     def num_states(self) -> int:
@@ -132,8 +145,12 @@ def boundary_guard(boundary: bytes) -> np.ndarray:
     return trans
 
 
-def _product(ident, term, boundary: bytes) -> tuple[np.ndarray, np.ndarray, int]:
-    """Breadth-first product of the identifier DFA with the terminator DFA (see module doc)."""
+def _product(ident, term, boundary: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Breadth-first product of the identifier DFA with the terminator DFA (see module doc).
+
+    Returns ``(trans, accepting, settle, start)``; ``settle`` maps the state a token
+    ends in to the state the next token starts from (see :class:`IdentifierDFA`).
+    """
     index: dict[tuple[int, int], int] = {}
     guard = boundary_guard(boundary)
     rows: list[np.ndarray] = [guard[RELEASED], guard[AFTER_BOUNDARY]]
@@ -150,6 +167,8 @@ def _product(ident, term, boundary: bytes) -> tuple[np.ndarray, np.ndarray, int]
             rows.append(None)  # filled when dequeued
             accepting.append(bool(i >= 0 and ident.accepting[i]))
             queue.append(key)
+            if i >= 0 and t not in (-1, term.start):
+                state_of(i, -1)  # where a token ending here settles
         return found
 
     start = state_of(ident.start, -1)
@@ -167,7 +186,12 @@ def _product(ident, term, boundary: bytes) -> tuple[np.ndarray, np.ndarray, int]
             else:
                 row[byte] = state_of(ni, nt)
         rows[index[(i, t)]] = row
-    return np.ascontiguousarray(np.stack(rows), dtype=np.int32), np.asarray(accepting, dtype=bool), start
+    settle = np.arange(len(rows), dtype=np.int32)
+    for (i, t), state in index.items():
+        if t not in (-1, term.start):  # inside a terminating character
+            settle[state] = index[(i, -1)] if i >= 0 else -1
+    trans = np.ascontiguousarray(np.stack(rows), dtype=np.int32)
+    return trans, np.asarray(accepting, dtype=bool), settle, start
 
 
 def _validate_names(names: Iterable[str], prefix: str) -> frozenset[str]:
@@ -196,5 +220,5 @@ def identifier_dfa(names: frozenset[str], prefix: str = "", boundary: bytes = b"
     names = _validate_names(names, prefix)
     encoded = prefix.encode("utf-8")
     ident = _trie_dfa(sorted(encoded + n.encode("utf-8") for n in names))
-    trans, accepting, start = _product(ident, _terminator_dfa(), boundary)
-    return IdentifierDFA(trans, accepting, start, names, prefix)
+    trans, accepting, settle, start = _product(ident, _terminator_dfa(), boundary)
+    return IdentifierDFA(trans, accepting, settle, start, names, prefix)
