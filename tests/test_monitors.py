@@ -244,14 +244,14 @@ def test_generated_identifiers_are_real_members(llama3, public_member_monitor):
     for case in CASES:
         members = real_members(case)
         processor = MonitorLogitsProcessor([public_member_monitor], info)
-        texts, finished = _sample(model, tokenizer, case.prompt, processor, 8, 16)
+        texts, finished = _sample(model, tokenizer, case.prompt, processor, 6, 14)
         hits, total = member_rate(texts, members, finished)
         assert hits == total, [t for t in texts if leading_identifier(t)[0] not in members]
         with_hits, with_total = with_hits + hits, with_total + total
-        texts, finished = _sample(model, tokenizer, case.prompt, None, 8, 16)
+        texts, finished = _sample(model, tokenizer, case.prompt, None, 6, 14)
         hits, total = member_rate(texts, members, finished)
         without_hits, without_total = without_hits + hits, without_total + total
-    assert with_hits == with_total == 32
+    assert with_hits == with_total == 24
     assert without_hits <= 0.2 * without_total
 
 
@@ -271,7 +271,7 @@ def test_composes_with_a_grammar_and_outputs_parse(llama3, public_member_monitor
     parser = lark.Lark(grammar, parser="lalr")
     for case in CASES:
         processor = MonitorLogitsProcessor([public_member_monitor], info, compiled)
-        texts, finished = _sample(model, tokenizer, case.prompt, processor, 6, 24)
+        texts, finished = _sample(model, tokenizer, case.prompt, processor, 4, 24)
         assert all(finished), texts
         for text in texts:
             parser.parse(text)

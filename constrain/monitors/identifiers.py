@@ -145,53 +145,72 @@ def boundary_guard(boundary: bytes) -> np.ndarray:
     return trans
 
 
-def _product(ident, term, boundary: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+@lru_cache(maxsize=8)
+def _terminator_block(boundary: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The guard's two rows, then one row per terminator state (ids offset by 2), built once.
+
+    Product states ``(no identifier, t)`` are exactly the terminator's states, so
+    their rows are the same for every allowed set: only states still inside an
+    identifier are built per trigger.
+    """
+    term = _terminator_dfa()
+    guard = boundary_guard(boundary)
+    nxt = term.trans
+    done = (nxt >= 0) & term.accepting[np.maximum(nxt, 0)]
+    rows = np.where(nxt < 0, -1, np.where(done, guard[RELEASED][None, :], nxt + 2)).astype(np.int32)
+    return np.concatenate([guard, rows]), guard
+
+
+def _product(ident, boundary: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Breadth-first product of the identifier DFA with the terminator DFA (see module doc).
 
     Returns ``(trans, accepting, settle, start)``; ``settle`` maps the state a token
     ends in to the state the next token starts from (see :class:`IdentifierDFA`).
     """
+    term = _terminator_dfa()
+    block, guard = _terminator_block(boundary)
+    base = block.shape[0]
     index: dict[tuple[int, int], int] = {}
-    guard = boundary_guard(boundary)
-    rows: list[np.ndarray] = [guard[RELEASED], guard[AFTER_BOUNDARY]]
-    accepting: list[bool] = [False, False]
+    rows: list[np.ndarray | None] = []
+    accepting: list[bool] = []
     queue: list[tuple[int, int]] = []
 
     def state_of(i: int, t: int) -> int:
-        if i >= 0 and ident.accepting[i]:
+        if i < 0:
+            return 2 + t  # a terminator state: in the shared block
+        if ident.accepting[i]:
             t = term.start  # a whole identifier: a terminator may start here
         key = (i, t)
         found = index.get(key)
         if found is None:
-            found = index[key] = len(rows)
+            found = index[key] = base + len(rows)
             rows.append(None)  # filled when dequeued
-            accepting.append(bool(i >= 0 and ident.accepting[i]))
+            accepting.append(bool(ident.accepting[i]))
             queue.append(key)
-            if i >= 0 and t not in (-1, term.start):
+            if t not in (-1, term.start):
                 state_of(i, -1)  # where a token ending here settles
         return found
 
     start = state_of(ident.start, -1)
-    none = np.full(256, -1, dtype=np.int32)
     while queue:
         i, t = queue.pop()
-        next_i = ident.trans[i] if i >= 0 else none
-        next_t = term.trans[t] if t >= 0 else none
-        row = np.full(256, -1, dtype=np.int32)
-        pairs = np.stack([next_i, next_t], axis=1)
-        for byte in np.flatnonzero((next_i >= 0) | (next_t >= 0)):
-            ni, nt = int(pairs[byte, 0]), int(pairs[byte, 1])
+        row = block[2 + t].copy() if t >= 0 else np.full(256, -1, dtype=np.int32)
+        next_i = ident.trans[i]
+        for byte in np.flatnonzero(next_i >= 0).tolist():
+            nt = int(term.trans[t, byte]) if t >= 0 else -1
             if nt >= 0 and term.accepting[nt]:
                 row[byte] = guard[RELEASED, byte]  # the terminating character is complete
             else:
-                row[byte] = state_of(ni, nt)
-        rows[index[(i, t)]] = row
-    settle = np.arange(len(rows), dtype=np.int32)
+                row[byte] = state_of(int(next_i[byte]), nt)
+        rows[index[(i, t)] - base] = row
+    trans = np.ascontiguousarray(np.concatenate([block, np.stack(rows)]), dtype=np.int32)
+    settle = np.arange(trans.shape[0], dtype=np.int32)
+    settle[2:base] = -1  # inside a terminating character, no identifier left
     for (i, t), state in index.items():
-        if t not in (-1, term.start):  # inside a terminating character
-            settle[state] = index[(i, -1)] if i >= 0 else -1
-    trans = np.ascontiguousarray(np.stack(rows), dtype=np.int32)
-    return trans, np.asarray(accepting, dtype=bool), settle, start
+        if t not in (-1, term.start):
+            settle[state] = index[(i, -1)]
+    accept = np.concatenate([np.zeros(base, dtype=bool), np.asarray(accepting, dtype=bool)])
+    return trans, accept, settle, start
 
 
 def _validate_names(names: Iterable[str], prefix: str) -> frozenset[str]:
@@ -220,5 +239,5 @@ def identifier_dfa(names: frozenset[str], prefix: str = "", boundary: bytes = b"
     names = _validate_names(names, prefix)
     encoded = prefix.encode("utf-8")
     ident = _trie_dfa(sorted(encoded + n.encode("utf-8") for n in names))
-    trans, accepting, settle, start = _product(ident, _terminator_dfa(), boundary)
+    trans, accepting, settle, start = _product(ident, boundary)
     return IdentifierDFA(trans, accepting, settle, start, names, prefix)
