@@ -310,3 +310,17 @@ def test_matcher_accepts_exactly_its_mask(llama3):
         ident, complete = leading_identifier(text)
         assert ident in {"get", "get_all", "höhe"} or not complete and any(
             n.startswith(ident) for n in ("get", "get_all", "höhe"))
+
+
+def test_triggers_inside_the_output_compose_with_a_regex(llama3):
+    """Every ``x.`` the model writes re-triggers; a regex constraint is ANDed in."""
+    import regex
+
+    tokenizer, info, model = llama3
+    compiled = Compiler(info).compile_regex(r"(x\.[a-z]{1,8} ){3}")
+    processor = MonitorLogitsProcessor([FixedMonitor(["alpha", "beta", "betamax"])], info, compiled)
+    texts, finished = _sample(model, tokenizer, "print(", processor, 8, 40)
+    oracle = regex.compile(r"(x\.(alpha|beta|betamax) ){3}")
+    assert all(finished), texts
+    assert all(oracle.fullmatch(t) for t in texts), texts
+    assert processor.context.stats["triggers"] >= 3 * 8
