@@ -135,26 +135,25 @@ class MonitorContext:
         boundary = b"".join(m.boundary_bytes for m in monitors)
         self.boundary = bytes(sorted(set(boundary))) if split_at_triggers else b""
         self.idle_words = self._boundary_guard(self.boundary) if self.boundary else None
-        self._masks: dict[tuple[int, int], np.ndarray] = {}
-        self._ends = np.empty(tokenizer_info.vocab_size, dtype=np.int32)  # walk output, reused
+        # Keyed by the automaton object itself (not its id, which a collected one could reuse).
+        self._masks: dict[tuple[IdentifierDFA, int], np.ndarray] = {}
         self.stats = {"trigger_checks": 0, "triggers": 0, "mask_walks": 0}
 
-    def _walk(self, trans: np.ndarray, state: int) -> np.ndarray:
-        """Packed mask of the matchable tokens whose bytes stay inside ``trans`` from ``state``."""
+    def _walk(self, trans: np.ndarray, state: int, ends: np.ndarray | None = None) -> np.ndarray:
+        """Packed mask of the matchable tokens whose bytes stay inside ``trans`` from ``state``.
+
+        With ``ends`` (int32, one slot per token), also writes each such token's end state.
+        """
         trie = self.trie
         words = np.zeros(self.num_words, dtype=np.uint32)
         walk_dfa(trans, state, trie.node_byte, trie.node_depth, trie.node_skip, trie.node_tok_ptr, trie.tok_ids,
-                 trie.max_depth, words, np.empty(0, np.int32))
+                 trie.max_depth, words, ends if ends is not None else np.empty(0, np.int32))
         return words
 
     def _identifier_walk(self, dfa: IdentifierDFA, state: int) -> np.ndarray:
         """One trie walk; then drop the tokens whose end state does not settle (see ``IdentifierDFA``)."""
-        trie = self.trie
-        words = np.zeros(self.num_words, dtype=np.uint32)
-        ends = self._ends
-        ends.fill(-1)
-        walk_dfa(dfa.trans, state, trie.node_byte, trie.node_depth, trie.node_skip, trie.node_tok_ptr, trie.tok_ids,
-                 trie.max_depth, words, ends)
+        ends = np.full(self.tokenizer_info.vocab_size, -1, dtype=np.int32)
+        self._walk(dfa.trans, state, ends)
         settles = np.zeros(ends.shape[0], dtype=bool)
         reached = ends >= 0
         settles[reached] = dfa.settle[ends[reached]] >= 0
@@ -171,7 +170,7 @@ class MonitorContext:
 
     def identifier_words(self, dfa: IdentifierDFA, state: int) -> np.ndarray:
         """Tokens allowed from ``state`` of ``dfa`` (plus EOS where an identifier is complete), memoised."""
-        key = (id(dfa), state)
+        key = (dfa, state)
         words = self._masks.get(key)
         if words is None:
             self.stats["mask_walks"] += 1
