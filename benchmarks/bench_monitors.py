@@ -124,7 +124,7 @@ def overhead(tokenizer, info, monitor, repeats):
     cold = {"jedi": [], "automaton": [], "mask": []}
     text = case.prompt
     for _ in range(repeats):
-        monitor._cache.clear()
+        monitor.clear_cache()
         start = time.perf_counter_ns()
         found = monitor.trigger(text)
         cold["jedi"].append((time.perf_counter_ns() - start) / 1e6)
@@ -132,7 +132,7 @@ def overhead(tokenizer, info, monitor, repeats):
         start = time.perf_counter_ns()
         dfa = identifier_dfa(found.names, found.prefix, context.boundary)
         cold["automaton"].append((time.perf_counter_ns() - start) / 1e6)
-        context._masks.clear()
+        context.clear_masks()
         start = time.perf_counter_ns()
         context.identifier_words(dfa, dfa.start)
         cold["mask"].append((time.perf_counter_ns() - start) / 1e6)
@@ -159,7 +159,7 @@ def main() -> None:
     info = TokenizerInfo.from_huggingface(tokenizer)
     monitor = PythonMemberMonitor(PROJECT_DIR, include_dunder=False)
     monitor.trigger(CASES[0].prompt)  # jedi's one-off typeshed loading, not charged to any step
-    monitor._cache.clear()
+    monitor.clear_cache()
 
     progress("overhead")
     cost = overhead(tokenizer, info, monitor, args.repeats)

@@ -182,6 +182,10 @@ class MonitorContext:
             self._masks[key] = words
         return words
 
+    def clear_masks(self) -> None:
+        """Drop the memoised identifier masks (benchmarks time the walk with this)."""
+        self._masks.clear()
+
     def check(self, text: bytes | bytearray) -> IdentifierDFA | None:
         """Ask the monitors about ``text``; the automaton of the first trigger, else None."""
         tail = bytes(text[-TAIL_BYTES:])

@@ -12,6 +12,7 @@ loads jedi's typeshed stubs, ~1.5 s).  Answers are cached by the full text, so t
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -75,8 +76,13 @@ class _JediMonitor(Monitor):
     def _complete(self, text: str) -> list[Any]:
         return self._jedi.Script(text, path=self.file_path, project=self._project).complete()
 
+    def clear_cache(self) -> None:
+        """Forget the cached answers (after the project's files changed)."""
+        self._cache.clear()
+
+    @abstractmethod
     def _analyse(self, text: str) -> Trigger | None:
-        raise NotImplementedError
+        """The uncached answer of :meth:`trigger`."""
 
 
 class PythonMemberMonitor(_JediMonitor):
