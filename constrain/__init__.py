@@ -29,6 +29,7 @@ from .errors import (  # noqa: E402
     BitmaskError,
     ConstrainError,
     GrammarError,
+    MonitorError,
     RegexError,
     SchemaError,
     TokenizerError,
@@ -58,6 +59,11 @@ _LAZY = {
     "dingo_table": "constrain.samplers.dingo",
     "dingo_decode": "constrain.samplers.dingo",
     "dingo_sample": "constrain.samplers.dingo",
+    "Monitor": "constrain.monitors.base",
+    "Trigger": "constrain.monitors.base",
+    "MonitorLogitsProcessor": "constrain.monitors.processor",
+    "PythonMemberMonitor": "constrain.monitors.python",
+    "PythonImportMonitor": "constrain.monitors.python",
 }
 
 __all__ = [
@@ -68,6 +74,7 @@ __all__ = [
     "SchemaError",
     "TokenizerError",
     "BitmaskError",
+    "MonitorError",
     *_LAZY,
 ]
 

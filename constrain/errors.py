@@ -16,6 +16,7 @@ __all__ = [
     "SchemaError",
     "TokenizerError",
     "BitmaskError",
+    "MonitorError",
 ]
 
 
@@ -88,3 +89,8 @@ class TokenizerError(ConstrainError, ValueError):
 
 class BitmaskError(ConstrainError, ValueError):
     """A bitmask or logits tensor of the wrong shape, dtype or device."""
+
+
+class MonitorError(ConstrainError, ValueError):
+    """A monitor (monitor-guided decoding) was misconfigured: bad project directory,
+    allowed names that are not identifiers, a missing static analyser."""

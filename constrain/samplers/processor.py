@@ -118,6 +118,10 @@ class ConstrainedLogitsProcessor(LogitsProcessor):
             )
         return self.grammars[row // (batch // len(self.grammars))]
 
+    def _new_matcher(self, row: int, batch: int) -> Matcher:
+        """A fresh matcher for ``row`` at the end of its prompt (subclasses add per-row state)."""
+        return Matcher(self._grammar_for_row(row, batch))
+
     def _sync(self, input_ids: torch.Tensor) -> None:
         """Bring one matcher per row up to date with ``input_ids``."""
         ids = input_ids.detach()
@@ -126,7 +130,7 @@ class ConstrainedLogitsProcessor(LogitsProcessor):
         if self._is_new_generation(ids):
             self._prompt = ids.clone()
             self._previous = ids
-            self._matchers = [Matcher(self._grammar_for_row(r, ids.shape[0])) for r in range(ids.shape[0])]
+            self._matchers = [self._new_matcher(r, ids.shape[0]) for r in range(ids.shape[0])]
             return
         prev = self._previous
         if (
@@ -165,7 +169,7 @@ class ConstrainedLogitsProcessor(LogitsProcessor):
                 if base is not None:
                     break
             if base is None:
-                matcher, rest = Matcher(self._grammar_for_row(row, ids.shape[0])), row_ids
+                matcher, rest = self._new_matcher(row, ids.shape[0]), row_ids
             else:
                 matcher, rest = base.fork(), row_ids[cut:]
             self._advance(matcher, rest, row)
