@@ -218,7 +218,10 @@ class Compiler:
             ``"canonical"``: exactly ``json.dumps``'s ``", "`` and ``": "``;
             ``"compact"``: no whitespace at all.
         property_order:
-            ``"schema"`` (the only order supported for now).
+            ``"schema"``: listed properties in the schema's order, then any others;
+            ``"any"``: the model picks the order, each property at most once and
+            every required one present (objects of up to 6 listed properties; larger
+            ones stay in schema order, said in ``notes``).
         strict:
             Raise :class:`~constrain.errors.SchemaError` for keywords that cannot be
             enforced exactly (``uniqueItems``, ``unevaluatedProperties``...).  With

@@ -37,8 +37,8 @@ class JsonSchemaOptions:
     def __post_init__(self) -> None:
         if self.whitespace not in WHITESPACE_MODES:
             raise ValueError(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, got {self.whitespace!r}")
-        if self.property_order != "schema":
-            raise ValueError(f"property_order must be 'schema', got {self.property_order!r}")
+        if self.property_order not in ("schema", "any"):
+            raise ValueError(f"property_order must be 'schema' or 'any', got {self.property_order!r}")
         if self.max_whitespace < 0 or self.max_recursion < 0 or self.max_any_depth < 0:
             raise ValueError("max_whitespace, max_recursion and max_any_depth must be >= 0")
 
@@ -63,7 +63,7 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions())
     doc = SchemaDocument(load_schema(schema))
     layout = Layout(options.whitespace)
     emitter = SchemaEmitter(doc, layout, strict=options.strict, max_recursion=options.max_recursion,
-                            max_any_depth=options.max_any_depth)
+                            max_any_depth=options.max_any_depth, any_order=options.property_order == "any")
     try:
         tree = emitter.root()
         if tree is NOTHING:

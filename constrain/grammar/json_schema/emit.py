@@ -34,6 +34,8 @@ __all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES"]
 WHITESPACE_MODES = ("flexible", "canonical", "compact")
 _ALL_TYPES = frozenset(("null", "boolean", "object", "array", "string", "number", "integer"))
 WS_BYTES = b" \t\n\r"
+# property_order="any" tracks the set of members written: 2**k states per object.
+MAX_ANY_ORDER_MEMBERS = 6
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,10 @@ class Layout:
 class SchemaEmitter:
     """Compile one schema document to a regex tree (with embedded automata)."""
 
-    def __init__(self, doc: SchemaDocument, layout: Layout, *, strict: bool, max_recursion: int, max_any_depth: int) -> None:
+    def __init__(self, doc: SchemaDocument, layout: Layout, *, strict: bool, max_recursion: int, max_any_depth: int,
+                 any_order: bool = False) -> None:
         self.doc = doc
+        self.any_order = any_order
         self.layout = layout
         self.strict = strict
         self.max_recursion = max_recursion
@@ -248,7 +252,13 @@ class SchemaEmitter:
             if value is not NOTHING:
                 members.append((key_text, value, required))
         extras = self._extra_members(spec, set(listed), names_dfa, chain)
-        graph = _members_graph(members, extras, spec.min_properties, spec.max_properties, layout)
+        if self.any_order and 1 < len(members) <= MAX_ANY_ORDER_MEMBERS:
+            graph = _any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout)
+        else:
+            if self.any_order and len(members) > MAX_ANY_ORDER_MEMBERS:
+                self.notes.append(f"{spec.sources[0].pointer or '#'}: {len(members)} properties are kept in schema "
+                                  f"order (property_order='any' takes up to {MAX_ANY_ORDER_MEMBERS})")
+            graph = _members_graph(members, extras, spec.min_properties, spec.max_properties, layout)
         if graph is NOTHING:
             return NOTHING
         return seq(layout.opening("{"), graph, layout.closing("}"))
@@ -405,10 +415,12 @@ def any_value_dfa(mode: str, depth: int) -> ByteDFA:
 class _GraphBuilder:
     """States named by keys; member edges go through a shared "after the separator" state.
 
-    Writing ``[,] member`` as two edges (separator into a mid state keyed by
-    where the member leads, then the member) lets the first member and the
+    Writing ``[,] member`` as two edges (separator into a mid state keyed by the
+    member and where it leads, then the member) lets the first member and the
     following ones share one copy of the member's language: nested objects and
-    arrays would otherwise double their automaton at every level.
+    arrays would otherwise double their automaton at every level.  The key must
+    name the member: two members into one target must not share a mid state,
+    or each source could take the other's member.
     """
 
     def __init__(self, separator: RegexNode) -> None:
@@ -423,7 +435,7 @@ class _GraphBuilder:
         return self.index[key]
 
     def member(self, source: tuple, first: bool, target: tuple, node: RegexNode, node_id: int) -> None:
-        mid = self.state(("mid",) + target)
+        mid = self.state(("mid", node_id) + target)
         link = (self.state(source), -1, mid)
         if link not in self.member_edges:
             self.member_edges.add(link)
@@ -483,6 +495,39 @@ def _members_graph(members, extras, min_props: int, max_props: int | None, layou
         if extras and target not in done:
             pending.append(target)
     return builder.graph(("at", 0, 0), lambda key: key[1] == n and key[2] >= min_props
+                         and (max_props is None or key[2] <= max_props))
+
+
+def _any_order_graph(members, extras, min_props: int, max_props: int | None, layout: Layout) -> RegexNode:
+    """Members in any order, each at most once, required ones all present.
+
+    A state is (set of listed members written, count of all members, capped):
+    exact, and exponential in the number of listed members, hence the cap
+    :data:`MAX_ANY_ORDER_MEMBERS`.
+    """
+    cap = max(1, min_props, (max_props + 1) if max_props is not None else 0)
+    required = frozenset(i for i, member in enumerate(members) if member[2])
+    builder = _GraphBuilder(layout.comma())
+    start = ("at", frozenset(), 0)
+    builder.state(start)
+    seen = {start}
+    queue = [start]
+    while queue:
+        key = queue.pop()
+        _, used, count = key
+        if max_props is not None and count >= max_props:
+            continue
+        target_count = min(count + 1, cap)
+        moves = [(i, seq(lit(members[i][0]), layout.colon(), members[i][1]), used | {i})
+                 for i in range(len(members)) if i not in used]
+        moves += [(len(members) + k, seq(keys, layout.colon(), value), used) for k, (keys, value) in enumerate(extras)]
+        for node_id, member, after in moves:
+            target = ("at", after, target_count)
+            builder.member(key, count == 0, target, member, node_id)
+            if target not in seen:
+                seen.add(target)
+                queue.append(target)
+    return builder.graph(start, lambda key: required <= key[1] and key[2] >= min_props
                          and (max_props is None or key[2] <= max_props))
 
 

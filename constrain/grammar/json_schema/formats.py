@@ -66,6 +66,13 @@ _DURATION = (
 _UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 _JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
 
+_VARCHAR = rf"(?:[A-Za-z0-9_]|{_PCT})"
+_VARSPEC = rf"{_VARCHAR}(?:\.?{_VARCHAR})*(?::[1-9]\d{{0,3}}|\*)?"
+_URI_TEMPLATE = (
+    rf"(?:[!#$&(-;=?-\[\]_a-z~\u00A0-\uD7FF\uF900-\uFDCF\uFDF0-\uFFEF]|{_PCT}"
+    rf"|\{{[+#./;?&=,!@|]?{_VARSPEC}(?:,{_VARSPEC})*\}})*"
+)
+
 _SOURCES: dict[str, str] = {
     "date-time": rf"{_DATE}[Tt]{_TIME}",
     "date": _DATE,
@@ -81,6 +88,7 @@ _SOURCES: dict[str, str] = {
     "iri-reference": rf"(?:{_URI}|{_RELATIVE})",
     "uuid": _UUID,
     "json-pointer": _JSON_POINTER,
+    "uri-template": _URI_TEMPLATE,
     "relative-json-pointer": rf"(?:0|[1-9]\d*)(?:#|{_JSON_POINTER})",
 }
 
