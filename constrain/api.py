@@ -168,6 +168,7 @@ def generate_json(
     *,
     whitespace: str = "flexible",
     strict: bool = True,
+    diffusion: bool = False,
     **generate_kwargs: Any,
 ) -> Any:
     """Generate a JSON value valid against ``schema`` and return it parsed.
@@ -177,6 +178,10 @@ def generate_json(
     decoding, and the result is then validated with ``jsonschema`` (formats
     checked): a :class:`~constrain.errors.SchemaError` names the keyword that the
     output broke.  Returns one value, or a list for a list of prompts.
+
+    ``diffusion=True`` decodes with a masked-diffusion LM through DINGO (see
+    :func:`generate_regex`); the other keyword arguments then go to
+    :class:`~constrain.samplers.diffusion.DiffusionGenerator` (``gen_length``...).
 
     Examples
     --------
@@ -190,7 +195,12 @@ def generate_json(
 
     compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_json_schema(
         schema, whitespace=whitespace, strict=strict)
-    texts = generate_constrained(compiled, prompt, model, tokenizer, **generate_kwargs)
+    if diffusion:
+        from .samplers.diffusion import generate_diffusion
+
+        texts = generate_diffusion(compiled, prompt, model, tokenizer, **generate_kwargs)
+    else:
+        texts = generate_constrained(compiled, prompt, model, tokenizer, **generate_kwargs)
     values = [json.loads(text) for text in ([texts] if isinstance(texts, str) else texts)]
     if compiled.notes:
         for value in values:

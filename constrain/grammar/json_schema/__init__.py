@@ -23,6 +23,10 @@ from .trees import NOTHING, seq
 __all__ = ["JsonSchemaOptions", "SchemaLanguage", "schema_to_dfa", "load_schema"]
 
 
+# The language of a schema no value satisfies: one state, no transitions, not accepting.
+EMPTY_LANGUAGE = ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.zeros(1, dtype=bool), 0)
+
+
 @dataclass(frozen=True)
 class JsonSchemaOptions:
     """How a schema's values are written; see :meth:`constrain.Compiler.compile_json_schema`."""
@@ -66,8 +70,8 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions())
                             max_any_depth=options.max_any_depth, any_order=options.property_order == "any")
     try:
         tree = emitter.root()
-        if tree is NOTHING:
-            raise SchemaError("no JSON value satisfies this schema", "#")
+        if tree is NOTHING:  # e.g. `false`: a valid compile whose matcher allows nothing, not even EOS
+            return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + ["#: no JSON value satisfies this schema"])
         dfa = build_byte_dfa(seq(layout.ws, tree, layout.ws), minimize=False)
     except RegexError as err:
         raise SchemaError(f"the schema's language could not be built: {err.reason}", "#") from None

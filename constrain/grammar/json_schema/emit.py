@@ -18,6 +18,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from ...automata.byte_dfa import ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import difference, intersect, union
 from ...errors import RegexError, SchemaError
@@ -120,7 +122,8 @@ class SchemaEmitter:
             return self._one_of(spec, chain)
         if spec.nots:
             base = spec.without(nots=spec.nots[1:])
-            return self._minus(self.spec_tree(base, chain), self._merged_tree(base, spec.nots[0], chain))
+            (base, _), (negated, negated_chain) = _with_slots(base, [(base, chain), self._merged(base, spec.nots[0], chain)])
+            return self._minus(self.spec_tree(base, chain), self.spec_tree(negated, negated_chain))
         if spec.conditionals:
             return self._conditional(spec, chain)
         if spec.dependencies:
@@ -141,7 +144,8 @@ class SchemaEmitter:
     def _one_of(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         """Exactly one branch: each branch's language minus the union of the others."""
         group, rest = spec.one_of[0], spec.without(one_of=spec.one_of[1:])
-        dfas = [self._dfa(self._merged_tree(rest, group.child(i), chain)) for i in range(len(group.node))]
+        branches = _with_slots(rest, [self._merged(rest, group.child(i), chain) for i in range(len(group.node))])
+        dfas = [self._dfa(self.spec_tree(branch, branch_chain)) for branch, branch_chain in branches]
         live = [d for d in dfas if d is not None]
         out = []
         before: list[ByteDFA | None] = [None]
@@ -159,6 +163,10 @@ class SchemaEmitter:
     def _conditional(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         loc, base = spec.conditionals[0], spec.without(conditionals=spec.conditionals[1:])
         if_spec, if_chain = self._merged(base, loc.child("if"), chain)
+        parts = [(base, chain), (if_spec, if_chain)] + [self._merged(base, loc.child(k), chain) for k in ("then", "else")
+                                                          if k in loc.node]
+        slots = _with_slots(base, parts)[0][0].key_slots
+        base, if_spec = base.without(key_slots=slots), if_spec.without(key_slots=slots)
         then_tree = self._merged_tree(if_spec, loc.child("then"), if_chain) if "then" in loc.node else self.spec_tree(if_spec, if_chain)
         else_tree = self._merged_tree(base, loc.child("else"), chain) if "else" in loc.node else self.spec_tree(base, chain)
         return alt(then_tree, self._minus(else_tree, self.spec_tree(if_spec, if_chain)))
@@ -238,13 +246,19 @@ class SchemaEmitter:
 
     def _object_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         layout = self.layout
+        if spec.unevaluated_properties and not spec.evaluates_all_keys:
+            # Keys no merged source lists or pattern-matches must meet unevaluatedProperties.
+            patterns = tuple(p for rule in spec.key_rules for p in rule.patterns)
+            for loc in spec.unevaluated_properties:
+                spec = spec.without(key_rules=spec.key_rules + [KeyRule(frozenset(spec.properties), patterns, loc)])
         names_dfa = self._property_names_dfa(spec, chain)
         members: list[tuple[str, RegexNode, bool]] = []
-        listed = list(spec.properties) + sorted(spec.required - set(spec.properties))
+        listed = list(spec.key_slots) + [p for p in spec.properties if p not in spec.key_slots]
+        listed += sorted(spec.required - set(listed))
         for name in listed:
             value = self.value_of(self._locs_for_key(spec, name), chain)
             key_text = encoded_string(name)
-            if names_dfa is not None and not names_dfa.matches(key_text.encode()):
+            if names_dfa is _NO_NAMES or (names_dfa is not None and not names_dfa.matches(key_text.encode())):
                 value = NOTHING
             required = name in spec.required
             if value is NOTHING and required:
@@ -267,11 +281,9 @@ class SchemaEmitter:
         """Every schema a member named ``name`` must meet: its properties, else each rule's patterns/additional."""
         locs = list(spec.properties.get(name, ()))
         for rule in spec.key_rules:
-            if name in rule.names:
-                continue
             matched = [loc for pattern, loc in rule.patterns if _search(pattern, name, loc)]
-            locs += matched
-            if not matched and rule.additional is not None:
+            locs += matched  # patternProperties apply to listed properties too
+            if not matched and rule.additional is not None and name not in rule.names:
                 locs.append(rule.additional)
         return locs
 
@@ -285,6 +297,8 @@ class SchemaEmitter:
         base_keys = all_keys
         if listed:
             base_keys = difference(all_keys, build_byte_dfa(alt(*(lit(encoded_string(n)) for n in sorted(listed)))))
+        if names_dfa is _NO_NAMES:
+            return []
         if names_dfa is not None and base_keys is not None:
             base_keys = intersect(base_keys, names_dfa)
         if base_keys is None:
@@ -315,13 +329,20 @@ class SchemaEmitter:
             return None
         tree = self.value_of(spec.property_names, chain)
         strings = build_byte_dfa(seq(lit('"'), encode_chars(star(ANY_CHAR)), lit('"')))
-        return intersect(strings, build_byte_dfa(tree)) if tree is not NOTHING else None
+        names = intersect(strings, build_byte_dfa(tree)) if tree is not NOTHING else None
+        return names if names is not None else _NO_NAMES
 
     def _array_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         if spec.unique_items is not None:
             self._unenforced(spec.unique_items, "uniqueItems", "no regular language keeps items distinct")
+        rest_locs = spec.rest_items
+        if spec.unevaluated_items and not spec.rest_items:
+            if spec.contains:
+                self._unenforced(spec.unevaluated_items[0], "unevaluatedItems", "items evaluated by contains vary")
+            else:
+                rest_locs = list(spec.unevaluated_items)  # items past every prefix are the unevaluated ones
         prefix = [self.value_of(locs, chain) for locs in spec.prefix_items]
-        rest = self.value_of(spec.rest_items, chain)
+        rest = self.value_of(rest_locs, chain)
         contains = None
         if spec.contains:
             if len(spec.contains) > 1:
@@ -343,16 +364,26 @@ class SchemaEmitter:
         return alt(*(self._literal(v) for v in kept))
 
     def _valid(self, value: Any, spec: Spec) -> bool:
-        """Whether ``value`` meets every source schema of ``spec`` (jsonschema, formats checked)."""
+        """Whether ``value`` meets what ``spec`` still requires (jsonschema, formats checked).
+
+        The schema checked is each source's own assertions (its combinators and
+        references stripped: those were merged or expanded already) plus the
+        combinators still pending in ``spec``, so a branch being expanded never
+        judges its own enum by the other branches.
+        """
         import jsonschema
 
         if self._validator is None:
             cls_ = jsonschema.validators.validator_for(self.doc.root, default=jsonschema.Draft202012Validator)
             self._validator = cls_(self.doc.root, format_checker=cls_.FORMAT_CHECKER)
+        checks = _pending_checks(spec)
+        if not checks:
+            return True
         try:
-            return all(self._validator.evolve(schema=loc.node).is_valid(value) for loc in spec.sources)
-        except (jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError, LookupError):
-            return True  # the enum value is still listed by the schema; the structure check is ours
+            return self._validator.evolve(schema={"allOf": checks}).is_valid(value)
+        except (jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError, LookupError) as err:
+            raise SchemaError(f"cannot check enum value {value!r} against the rest of the schema: {err}",
+                              spec.sources[0].pointer or "#") from None
 
     def _literal(self, value: Any) -> RegexNode:
         layout = self.layout
@@ -453,6 +484,32 @@ class _GraphBuilder:
         if not finals:
             return NOTHING
         return Graph(len(self.index), self.index[start], finals, tuple(self.edges))
+
+
+# propertyNames that no string satisfies: the object can have no member at all.
+_NO_NAMES = ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.zeros(1, dtype=bool), 0)
+
+_STRIPPED = frozenset(("enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
+                       "dependentSchemas", "dependentRequired", "dependencies", "$defs", "definitions"))
+
+
+def _pending_checks(spec: Spec) -> list[Any]:
+    """Schemas an enum candidate must still pass: sources' own assertions and pending combinators."""
+    checks: list[Any] = []
+    for loc in spec.sources:
+        own = {k: v for k, v in loc.node.items() if k not in _STRIPPED} if isinstance(loc.node, dict) else loc.node
+        if own and any(k not in _ANNOTATION_KEYS for k in own):
+            checks.append(own)
+    checks += [{"anyOf": group.node} for group in spec.any_of]
+    checks += [{"oneOf": group.node} for group in spec.one_of]
+    checks += [{"not": loc.node} for loc in spec.nots]
+    checks += [{k: loc.node[k] for k in ("if", "then", "else") if k in loc.node} for loc in spec.conditionals]
+    checks += [{keyword: {key: loc.node[keyword][key]}} for loc, key, keyword in spec.dependencies]
+    return checks
+
+
+_ANNOTATION_KEYS = frozenset(("title", "description", "default", "examples", "$comment", "$schema", "$id", "id",
+                              "readOnly", "writeOnly", "deprecated", "$anchor", "example"))
 
 
 def _members_graph(members, extras, min_props: int, max_props: int | None, layout: Layout) -> RegexNode:
@@ -579,6 +636,21 @@ def _joined(items: list[RegexNode], separator: RegexNode) -> list[RegexNode]:
             out.append(separator)
         out.append(item)
     return out
+
+
+def _with_slots(base: Spec, parts: list[tuple[Spec, tuple]]) -> list[tuple[Spec, tuple]]:
+    """Give every part the same key positions before their languages are combined as sets.
+
+    Texts, not values, are intersected and subtracted: a value two branches both
+    accept must have the same text in both, so every name any of them lists (or
+    requires) gets one fixed position in all of them, in order of first mention.
+    """
+    names: dict[str, None] = dict.fromkeys(base.key_slots)
+    for spec, _ in parts:
+        names.update(dict.fromkeys(spec.properties))
+        names.update(dict.fromkeys(sorted(spec.required)))
+    slots = tuple(names)
+    return [(spec.without(key_slots=slots), chain) for spec, chain in parts]
 
 
 def _union_opt(a: ByteDFA | None, b: ByteDFA | None) -> ByteDFA | None:

@@ -84,6 +84,12 @@ class Spec:
     conditionals: list[Loc] = field(default_factory=list)  # schemas holding if/then/else
     dependencies: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, key, keyword)
     unsupported: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, keyword, why)
+    # unevaluated*: applied at emission, once every applicator has been merged or expanded
+    # into this record, so "evaluated" is exactly what the merged record lists.
+    unevaluated_properties: list[Loc] = field(default_factory=list)
+    unevaluated_items: list[Loc] = field(default_factory=list)
+    evaluates_all_keys: bool = False  # some merged source has additionalProperties (even true)
+    key_slots: tuple[str, ...] = ()  # names written at fixed positions even when unlisted (see emit._with_slots)
     impossible: bool = False
     depth_limited: bool = False  # impossible only because recursion was unrolled to its bound
 
@@ -123,7 +129,9 @@ class _Walk:
             return spec
         if not isinstance(node, dict):
             raise loc.error(f"a schema must be an object or a boolean, got {type(node).__name__}")
-        ref_keyword = next((k for k in ("$ref", "$recursiveRef", "$dynamicRef") if k in node), None)
+        if "$dynamicRef" in node:
+            spec.unsupported.append((loc, "$dynamicRef", "dynamic scopes are resolved at validation time"))
+        ref_keyword = next((k for k in ("$ref", "$recursiveRef") if k in node), None)
         if ref_keyword is not None:
             spec = self.follow(spec, loc, ref_keyword, active)
             if self.doc.draft <= 7 or spec.impossible:
@@ -171,9 +179,10 @@ def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
         spec.nots.append(loc.child("not"))
     if "if" in node:
         spec.conditionals.append(loc)
-    for keyword in ("unevaluatedProperties", "unevaluatedItems"):
-        if keyword in node and node[keyword] is not True and node[keyword] != {}:
-            spec.unsupported.append((loc, keyword, "depends on what other keywords evaluated"))
+    if "unevaluatedProperties" in node:
+        spec.unevaluated_properties.append(loc.child("unevaluatedProperties"))
+    if "unevaluatedItems" in node:
+        spec.unevaluated_items.append(loc.child("unevaluatedItems"))
 
 
 def _absorb_type(spec: Spec, loc: Loc) -> None:
@@ -216,6 +225,8 @@ def _absorb_object(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
     if not isinstance(patterns, dict):
         raise loc.error("patternProperties must be an object", "patternProperties")
     additional = node.get("additionalProperties")
+    if additional is not None:
+        spec.evaluates_all_keys = True
     if patterns or (additional is not None and additional is not True and additional != {}):
         spec.key_rules.append(KeyRule(
             frozenset(props),
@@ -349,7 +360,8 @@ def _deep_copy(spec: Spec) -> Spec:
         properties={k: list(v) for k, v in spec.properties.items()}, required=set(spec.required),
         key_rules=list(spec.key_rules), property_names=list(spec.property_names),
         prefix_items=[list(p) for p in spec.prefix_items], rest_items=list(spec.rest_items),
-        contains=list(spec.contains), patterns=list(spec.patterns), formats=list(spec.formats),
+        contains=list(spec.contains), patterns=list(spec.patterns),
+        unevaluated_properties=list(spec.unevaluated_properties), unevaluated_items=list(spec.unevaluated_items), formats=list(spec.formats),
         multiples=list(spec.multiples), any_of=list(spec.any_of), one_of=list(spec.one_of), nots=list(spec.nots),
         conditionals=list(spec.conditionals), dependencies=list(spec.dependencies),
         unsupported=list(spec.unsupported),
