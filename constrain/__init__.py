@@ -49,6 +49,10 @@ _LAZY = {
     "GrammarLogitsProcessor": "constrain.samplers.processor",
     "generate_regex": "constrain.api",
     "generate_grammar": "constrain.api",
+    "ASApSampler": "constrain.samplers.asap",
+    "ASApLogitsProcessor": "constrain.samplers.asap",
+    "ASApState": "constrain.samplers.asap",
+    "ASApTrie": "constrain.samplers.asap",
 }
 
 __all__ = [
