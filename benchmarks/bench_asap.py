@@ -8,7 +8,7 @@ trie (expansion, the sparse ``log EFG`` correction, tightening).  The model's ti
 measured inside it and subtracted.  Methods alternate round by round (one run of
 ``--samples`` samples each), so machine noise hits them alike; medians per step.
 
-A second table times the reweighting op alone (:func:`constrain.samplers.asap.reweight`)
+A second table times the reweighting op alone (:func:`constrain.samplers.asap.reweight_`)
 against the number of visited children of the current node: the sparse correction is
 ``O(children)``, the rest one pass over the vocabulary.
 
@@ -29,27 +29,39 @@ import torch
 from _common import environment, markdown_table, progress, ratio, tokenizer_dir
 
 from constrain import Compiler, TokenizerInfo
-from constrain.samplers.asap import ASApSampler, ASApTrie, reweight
+from constrain.samplers.asap import ASApSampler, ASApTrie, reweight_
 
 PATTERN = r'\{"name": "[A-Za-z ]{1,12}", "age": [0-9]{1,3}, "tags": \[("[a-z]{1,8}"(, "[a-z]{1,8}"){0,2})?\]\}'
 
 
 class SyntheticLM:
-    """Random logits ``[batch, 1, vocab]``; accumulates the time it spends."""
+    """Random but deterministic logits: a function of the whole prefix, as a real model's.
+
+    ASAp assumes ``P(t | w)`` is the same every time ``w`` is evaluated (a model that
+    returned fresh noise at every call would make the trie's sums inconsistent).  Each
+    row carries a hash of its tokens in ``past_key_values``; the logits are row
+    ``hash % 64`` of a fixed random table.  The time spent here is measured and
+    subtracted from the sampler's.
+    """
+
+    TABLE_ROWS = 64
 
     def __init__(self, vocab_size: int, seed: int = 0) -> None:
-        self.vocab_size = vocab_size
-        self.generator = torch.Generator().manual_seed(seed)
+        generator = torch.Generator().manual_seed(seed)
+        self.table = 3.0 * torch.randn((self.TABLE_ROWS, vocab_size), generator=generator)
         self.device = torch.device("cpu")
         self.seconds = 0.0
         self.calls = 0
 
     def __call__(self, input_ids: torch.Tensor, past_key_values=None, use_cache: bool = True):
         start = time.perf_counter()
-        logits = 3.0 * torch.randn((input_ids.shape[0], 1, self.vocab_size), generator=self.generator)
+        hashes = torch.zeros(input_ids.shape[0], dtype=torch.int64) if past_key_values is None else past_key_values
+        for column in input_ids.T:
+            hashes = (hashes * 1_000_003 + column) % 2_147_483_647
+        logits = self.table[hashes % self.TABLE_ROWS].unsqueeze(1)
         self.seconds += time.perf_counter() - start
         self.calls += 1
-        return SimpleNamespace(logits=logits, past_key_values=None)
+        return SimpleNamespace(logits=logits, past_key_values=hashes)
 
 
 def step_cost(sampler: ASApSampler, method: str, samples: int, batch: int, seed: int) -> float:
@@ -100,8 +112,9 @@ def reweight_only(vocab: int, rounds: int) -> list[list[str]]:
             start = time.perf_counter()
             torch.log_softmax(logp, dim=-1)
             softmax.append(time.perf_counter() - start)
+            work = logp.clone()  # reweight_ works in place
             start = time.perf_counter()
-            reweight(logp, [trie], [ASApTrie.ROOT])
+            reweight_(work, [trie], [ASApTrie.ROOT])
             op.append(time.perf_counter() - start)
         rows.append([
             f"{children:,}", f"{statistics.median(softmax) * 1e6:.0f}", f"{statistics.median(op) * 1e6:.0f}",
@@ -129,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     ))
     print("\nThe reweighting op alone, batch 1, against visited children of the node (µs, medians)\n")
     print(markdown_table(
-        ["visited children", "log_softmax over vocab", "reweight (expand + sparse correction)", "ratio"],
+        ["visited children", "log_softmax over vocab", "reweight_ (sparse correction, in place)", "ratio"],
         reweight_only(info.vocab_size, max(20, args.rounds * 4)),
     ))
     return 0

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from constrain import Compiler, ConstrainError
-from constrain.samplers.asap import ASApLogitsProcessor, ASApSampler, ASApState, ASApTrie, reweight
+from constrain.samplers.asap import ASApLogitsProcessor, ASApSampler, ASApState, ASApTrie, reweight_
 from constrain.samplers.exact import (
     empirical_distribution,
     enumerate_exact,
@@ -189,7 +189,7 @@ def test_reweighting_matches_a_loop_over_tokens():
         child = trie.child(ASApTrie.ROOT, token, float(logp[0, token].exp()))
         trie.expand(child, bound)
     fresh = trie.child(ASApTrie.ROOT, 60, float(logp[0, 60].exp()))  # bound 1, never evaluated
-    got = reweight(logp.clone(), [trie, trie, other], [ASApTrie.ROOT, fresh, None])
+    got = reweight_(logp.clone(), [trie, trie, other], [ASApTrie.ROOT, fresh, None])
     # Row 1 evaluated ``fresh`` first: its bound is now row 1's allowed mass, and
     # row 0 (its parent) already sees that in the same call.
     mass = float(logp[1].double().exp().sum())
@@ -274,3 +274,25 @@ def test_bad_arguments(llama2):
         sampler.sample([], 1)
     with pytest.raises(ValueError, match="max_new_tokens"):
         ASApLogitsProcessor(compiled, max_new_tokens=0)
+
+
+def test_budget_dead_ends_get_efg_zero_and_are_retried(llama2):
+    """With max_new_tokens=3, 'cat' spelt in three tokens cannot end (EOS is the 4th):
+    such prefixes get bound 0 from the EOS-only last step, the sample is retried, and
+    the bounds stay above the exact EFG under the same budget."""
+    tokenizer, info = llama2
+    language = ["cat", "dog"]
+    model = tiny_biased_llama(info, substring_bias(language, 6.0), eos_bias=6.0)
+    compiled = Compiler(info).compile_regex("cat|dog")
+    prompt = tokenizer("").input_ids
+    exact = enumerate_exact(model, prompt, language, info, max_new_tokens=3)
+    sampler = ASApSampler(model, tokenizer, compiled)
+    samples = sampler.sample(prompt, 48, max_new_tokens=3, batch_size=12, generator=torch.Generator().manual_seed(0))
+    assert len(samples) == 48 and all(s.text in language and len(s.token_ids) <= 2 for s in samples)
+    trie = sampler.trie(prompt, max_new_tokens=3)
+    dead = [n for n in range(len(trie)) if trie.is_expanded(n) and trie.efg[n] == 0.0]
+    assert dead and all(exact.efg[tuple(trie.path(n))] == 0.0 for n in dead)
+    for node in range(len(trie)):
+        assert trie.efg[node] >= exact.efg[tuple(trie.path(node))] * (1 - 1e-4)
+    with pytest.raises(ConstrainError, match="max_new_tokens"):
+        sampler.sample(prompt, 1, max_new_tokens=1)  # nothing fits: EOS is never allowed first

@@ -66,7 +66,7 @@ from ..kernels import apply_token_bitmask_, pack_bool_mask
 from ..matcher import Matcher
 from .processor import ConstrainedLogitsProcessor
 
-__all__ = ["ASApTrie", "ASApState", "ASApSample", "ASApSampler", "ASApLogitsProcessor", "reweight"]
+__all__ = ["ASApTrie", "ASApState", "ASApSample", "ASApSampler", "ASApLogitsProcessor", "reweight_"]
 
 #: Format version of saved tries (bumped when the arrays change meaning).
 _FORMAT_VERSION = 1
@@ -313,7 +313,7 @@ class _Reweighter:
     """The per-step work shared by the sampler and the logits processor.
 
     It turns one step's logits and filled bitmask into the tempered, masked
-    log-probabilities ``log P(t | w)`` (EOS only on a row's last step); :func:`reweight`
+    log-probabilities ``log P(t | w)`` (EOS only on a row's last step); :func:`reweight_`
     then adds ``log EFG``.
     """
 
@@ -343,14 +343,17 @@ class _Reweighter:
         return logp
 
 
-def reweight(logp: torch.Tensor, tries: Sequence[ASApTrie | None], nodes: Sequence[int | None]) -> torch.Tensor:
-    """ASAp log-weights ``log P(t | w) + log EFG(w t)`` for each row of ``logp``.
+def reweight_(logp: torch.Tensor, tries: Sequence[ASApTrie | None], nodes: Sequence[int | None]) -> torch.Tensor:
+    """Turn ``logp`` into ASAp log-weights ``log P(t | w) + log EFG(w t)``, in place.
 
     ``logp`` holds the masked log-probabilities of one step (``[batch, vocab]``) and
     row ``i`` stands at ``nodes[i]`` of ``tries[i]`` (None: keep the row as is).
     Unevaluated nodes are expanded with their allowed mass first (pushing their new
     bound to the root); then ``log EFG`` of every visited child whose bound is below 1
-    is added in one sparse accumulate over the whole batch.  Returns a new tensor.
+    is added in one sparse accumulate over the whole batch.  Returns ``logp``.
+
+    In place is safe for the callers: they read ``log P(t | w)`` back only for a token
+    whose child is new, and new children are never corrected.
     """
     active = [i for i, node in enumerate(nodes) if node is not None]
     fresh = [i for i in active if not tries[i].is_expanded(nodes[i])]
@@ -374,7 +377,7 @@ def reweight(logp: torch.Tensor, tries: Sequence[ASApTrie | None], nodes: Sequen
         torch.from_numpy(np.concatenate(token_parts)).to(logp.device),
     )
     values = torch.from_numpy(np.concatenate(value_parts)).to(device=logp.device, dtype=logp.dtype)
-    return logp.index_put(index, values, accumulate=True)
+    return logp.index_put_(index, values, accumulate=True)
 
 
 @dataclass(frozen=True)
@@ -499,6 +502,11 @@ class ASApSampler:
                 )
             attempts += rows
             samples.extend(self._sample_batch(prompt_ids, rows, max_new_tokens, reweighter, trie, generator))
+            if trie is not None and trie.efg[ASApTrie.ROOT] == 0.0:
+                raise ConstrainError(
+                    f"No string of the constraint can end within max_new_tokens={max_new_tokens} "
+                    "(the trie proved every prefix dead); raise max_new_tokens"
+                )
         return samples
 
     @torch.no_grad()
@@ -526,7 +534,7 @@ class ASApSampler:
                 matcher.fill_next_token_bitmask(bitmask, row)
             last = [running[r] and step == max_new_tokens - 1 for r in range(rows)]
             logp = reweighter.log_probs(scores, bitmask, last)
-            logw = reweight(logp, tries, nodes) if trie is not None else logp
+            logw = reweight_(logp, tries, nodes) if trie is not None else logp
             tokens = _draw(logw, generator)
             dead = torch.isneginf(logw.amax(dim=-1)).tolist()
             chosen_logp = logp.gather(1, tokens.view(-1, 1)).view(-1).double().tolist()
@@ -648,7 +656,7 @@ class ASApLogitsProcessor(ConstrainedLogitsProcessor):
         last = [node is not None and depth == self.max_new_tokens - 1 for node in self._nodes]
         plain = bitmask.clone()
         logp = self._reweighter.log_probs(scores, bitmask, last)
-        logw = reweight(logp, self._tries, self._nodes)
+        logw = reweight_(logp, self._tries, self._nodes)
         self._last_logp = logp
         dead = torch.isneginf(logw.amax(dim=-1)).tolist()
         if any(dead):
