@@ -156,6 +156,9 @@ def test_efg_bounds_are_sound_and_tight_where_explored(case):
         exact = case.exact.efg[path]
         # float32 logits through a KV cache vs a full forward: relative noise ~1e-6.
         assert trie.efg[node] >= exact * (1 - 1e-4), (path, trie.efg[node], exact)
+        # The incrementally kept deficit equals a recomputation from the children.
+        kids = trie.children[node].values()
+        assert trie.deficit[node] == pytest.approx(sum(trie.prob[k] * (1 - trie.efg[k]) for k in kids), abs=1e-15)
     explored: set[int] = set()
     _fully_explored(trie, case.exact.efg, ASApTrie.ROOT, (), explored)
     assert explored, "no subtree was fully explored; the test checks nothing"

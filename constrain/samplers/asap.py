@@ -110,6 +110,9 @@ class ASApTrie:
         self.prob: list[float] = [1.0]  # P(token | parent prefix)
         self.allowed: list[float] = [math.nan]  # mass the mask allows here; NaN: never evaluated
         self.efg: list[float] = [1.0]
+        # Σ over visited children of P(c | w) · (1 - EFG(w c)), kept up to date by deltas
+        # so that tightening costs O(depth), not O(children) per ancestor.
+        self.deficit: list[float] = [0.0]
         self.children: list[dict[int, int]] = [{}]
         # Per node: (child tokens, log EFG of children) for the sparse correction; None when stale.
         self._correction: list[tuple[np.ndarray, np.ndarray] | None] = [None]
@@ -134,6 +137,7 @@ class ASApTrie:
         self.prob.append(float(prob))
         self.allowed.append(math.nan)
         self.efg.append(1.0)
+        self.deficit.append(0.0)
         self.children.append({})
         self._correction.append(None)
         kids[token] = new
@@ -176,24 +180,22 @@ class ASApTrie:
         self.allowed[node] = 0.0
         self._tighten(node)
 
-    def _recompute(self, node: int) -> float:
+    def _value(self, node: int) -> float:
         allowed = self.allowed[node]
         if math.isnan(allowed):
             return self.efg[node]
-        deficit = 0.0
-        for kid in self.children[node].values():
-            deficit += self.prob[kid] * (1.0 - self.efg[kid])
-        return min(1.0, max(0.0, allowed - deficit))
+        return min(1.0, max(0.0, allowed - self.deficit[node]))
 
     def _tighten(self, node: int) -> None:
-        """Recompute ``node`` from its children and push the change up to the root."""
+        """Recompute ``node``'s bound and push the change up to the root by deltas."""
         while node >= 0:
-            value = self._recompute(node)
-            if value == self.efg[node] and node != self.ROOT:
+            old, new = self.efg[node], self._value(node)
+            if new == old:
                 break
-            self.efg[node] = value
+            self.efg[node] = new
             parent = self.parent[node]
             if parent >= 0:
+                self.deficit[parent] += self.prob[node] * (old - new)
                 self._correction[parent] = None
             node = parent
 
@@ -211,11 +213,11 @@ class ASApTrie:
     # -- size and persistence ----------------------------------------------------------
     def memory_bytes(self) -> int:
         """Bytes held by the trie's lists and dicts (the bound the docs promise: O(nodes))."""
-        total = sum(sys.getsizeof(x) for x in (self.parent, self.token, self.prob, self.allowed, self.efg))
+        total = sum(sys.getsizeof(x) for x in (self.parent, self.token, self.prob, self.allowed, self.efg, self.deficit))
         total += sys.getsizeof(self.children) + sys.getsizeof(self._correction)
         total += sum(sys.getsizeof(kids) for kids in self.children)
         # Element objects: ints/floats beyond the small-int cache, 24-32 bytes each.
-        total += 32 * 5 * len(self.parent)
+        total += 32 * 6 * len(self.parent)
         return total
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -242,8 +244,10 @@ class ASApTrie:
         trie.allowed = arrays["allowed"].tolist()
         trie.efg = arrays["efg"].tolist()
         trie.children = [{} for _ in parent]
+        trie.deficit = [0.0] * len(parent)
         for node in range(1, len(parent)):
             trie.children[parent[node]][trie.token[node]] = node
+            trie.deficit[parent[node]] += trie.prob[node] * (1.0 - trie.efg[node])
         trie._correction = [None] * len(parent)
         return trie
 
