@@ -192,7 +192,8 @@ def test_reweighting_matches_a_loop_over_tokens():
         child = trie.child(ASApTrie.ROOT, token, float(logp[0, token].exp()))
         trie.expand(child, bound)
     fresh = trie.child(ASApTrie.ROOT, 60, float(logp[0, 60].exp()))  # bound 1, never evaluated
-    got = reweight_(logp.clone(), [trie, trie, other], [ASApTrie.ROOT, fresh, None])
+    got = logp.clone()
+    reweight_(got, [trie, trie, other], [ASApTrie.ROOT, fresh, None])
     # Row 1 evaluated ``fresh`` first: its bound is now row 1's allowed mass, and
     # row 0 (its parent) already sees that in the same call.
     mass = float(logp[1].double().exp().sum())

@@ -347,25 +347,46 @@ class _Reweighter:
         return logp
 
 
-def reweight_(logp: torch.Tensor, tries: Sequence[ASApTrie | None], nodes: Sequence[int | None]) -> torch.Tensor:
+class StepProbs:
+    """One step's ``P(t | w)`` as float32 ``exp(logp - top)`` per row, times ``exp(top)``.
+
+    A bound is the allowed mass *minus* the children's shares, so the mass and the
+    children's probabilities must be rounded alike or the difference can land below
+    the exact EFG of a nearly dead prefix.  Both are read from this one tensor (the
+    mass summed in float64), which is also ~20x cheaper than a float64 logsumexp.
+    """
+
+    def __init__(self, logp: torch.Tensor) -> None:
+        top = logp.amax(dim=-1, keepdim=True)
+        top = torch.where(torch.isneginf(top), torch.zeros_like(top), top)
+        self.scaled = torch.exp(logp - top)
+        self.scale = top.double().exp().view(-1).tolist()
+
+    def masses(self, rows: list[int]) -> list[float]:
+        """``Σ_t P(t | w)`` over the allowed tokens of each row in ``rows``."""
+        block = self.scaled if len(rows) == self.scaled.shape[0] else self.scaled[rows]
+        sums = block.sum(dim=-1, dtype=torch.float64).tolist()
+        return [total * self.scale[row] for row, total in zip(rows, sums)]
+
+    def prob(self, row: int, token: int) -> float:
+        return float(self.scaled[row, token]) * self.scale[row]
+
+
+def reweight_(logp: torch.Tensor, tries: Sequence[ASApTrie | None], nodes: Sequence[int | None]) -> StepProbs:
     """Turn ``logp`` into ASAp log-weights ``log P(t | w) + log EFG(w t)``, in place.
 
     ``logp`` holds the masked log-probabilities of one step (``[batch, vocab]``) and
     row ``i`` stands at ``nodes[i]`` of ``tries[i]`` (None: keep the row as is).
     Unevaluated nodes are expanded with their allowed mass first (pushing their new
     bound to the root); then ``log EFG`` of every visited child whose bound is below 1
-    is added in one sparse accumulate over the whole batch.  Returns ``logp``.
-
-    In place is safe for the callers: they read ``log P(t | w)`` back only for a token
-    whose child is new, and new children are never corrected.
+    is added in one sparse accumulate over the whole batch.  Returns the step's
+    probabilities, taken before the correction, for the children the caller creates.
     """
+    probs = StepProbs(logp)
     active = [i for i, node in enumerate(nodes) if node is not None]
     fresh = [i for i in active if not tries[i].is_expanded(nodes[i])]
     if fresh:
-        # In float64: a bound is this mass minus the children's shares, and in float32
-        # that cancellation could land below the exact EFG of a nearly dead prefix.
-        masses = torch.logsumexp(logp[fresh].double(), dim=-1).exp().tolist()
-        for row, mass in zip(fresh, masses):
+        for row, mass in zip(fresh, probs.masses(fresh)):
             tries[row].expand(nodes[row], mass)
     row_parts, token_parts, value_parts = [], [], []
     for row in active:
@@ -375,13 +396,14 @@ def reweight_(logp: torch.Tensor, tries: Sequence[ASApTrie | None], nodes: Seque
             token_parts.append(tokens)
             value_parts.append(logs)
     if not row_parts:
-        return logp
+        return probs
     index = (
         torch.from_numpy(np.concatenate(row_parts)).to(logp.device),
         torch.from_numpy(np.concatenate(token_parts)).to(logp.device),
     )
     values = torch.from_numpy(np.concatenate(value_parts)).to(device=logp.device, dtype=logp.dtype)
-    return logp.index_put_(index, values, accumulate=True)
+    logp.index_put_(index, values, accumulate=True)
+    return probs
 
 
 @dataclass(frozen=True)
@@ -538,10 +560,10 @@ class ASApSampler:
                 matcher.fill_next_token_bitmask(bitmask, row)
             last = [running[r] and step == max_new_tokens - 1 for r in range(rows)]
             logp = reweighter.log_probs(scores, bitmask, last)
-            logw = reweight_(logp, tries, nodes) if trie is not None else logp
+            probs = reweight_(logp, tries, nodes) if trie is not None else None
+            logw = logp  # reweighted in place
             tokens = _draw(logw, generator)
             dead = torch.isneginf(logw.amax(dim=-1)).tolist()
-            chosen_logp = logp.gather(1, tokens.view(-1, 1)).view(-1).double().tolist()
             for row in range(rows):
                 if not running[row]:
                     continue
@@ -561,7 +583,7 @@ class ASApSampler:
                     continue
                 outputs[row].append(token)
                 if trie is not None:
-                    nodes[row] = trie.child(nodes[row], token, math.exp(chosen_logp[row]))
+                    nodes[row] = trie.child(nodes[row], token, probs.prob(row, token))
             if not any(running):
                 break
             tokens = torch.where(torch.tensor(running), tokens.cpu(), torch.full_like(tokens.cpu(), eos))
@@ -635,7 +657,7 @@ class ASApLogitsProcessor(ConstrainedLogitsProcessor):
         super().reset()
         self._tries: list[ASApTrie] = []
         self._nodes: list[int | None] = []
-        self._last_logp: torch.Tensor | None = None
+        self._last_probs: StepProbs | None = None
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         self._check_width(scores)
@@ -660,8 +682,8 @@ class ASApLogitsProcessor(ConstrainedLogitsProcessor):
         last = [node is not None and depth == self.max_new_tokens - 1 for node in self._nodes]
         plain = bitmask.clone()
         logp = self._reweighter.log_probs(scores, bitmask, last)
-        logw = reweight_(logp, self._tries, self._nodes)
-        self._last_logp = logp
+        self._last_probs = reweight_(logp, self._tries, self._nodes)
+        logw = logp  # reweighted in place
         dead = torch.isneginf(logw.amax(dim=-1)).tolist()
         if any(dead):
             logw = self._handle_dead_rows(logw, scores, plain, dead)
@@ -687,8 +709,7 @@ class ASApLogitsProcessor(ConstrainedLogitsProcessor):
             if token in eos or self._matchers[row].is_terminated():
                 self._nodes[row] = None
                 continue
-            prob = math.exp(float(self._last_logp[row, token]))
-            self._nodes[row] = self._tries[row].child(node, token, prob)
+            self._nodes[row] = self._tries[row].child(node, token, self._last_probs.prob(row, token))
 
     def _handle_dead_rows(self, logw, scores, plain_bitmask, dead) -> torch.Tensor:
         """Rows with no weight: EFG 0 in the trie, then the plain grammar mask (truncated output)."""
