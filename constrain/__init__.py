@@ -64,6 +64,10 @@ _LAZY = {
     "MonitorLogitsProcessor": "constrain.monitors.processor",
     "PythonMemberMonitor": "constrain.monitors.python",
     "PythonImportMonitor": "constrain.monitors.python",
+    "ASApSampler": "constrain.samplers.asap",
+    "ASApLogitsProcessor": "constrain.samplers.asap",
+    "ASApState": "constrain.samplers.asap",
+    "ASApTrie": "constrain.samplers.asap",
 }
 
 __all__ = [

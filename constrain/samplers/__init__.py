@@ -1,0 +1,1 @@
+"""Samplers: the ``LogitsProcessor`` drop-in (``processor``) and grammar-aligned sampling (``asap``)."""

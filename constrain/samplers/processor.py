@@ -132,18 +132,22 @@ class ConstrainedLogitsProcessor(LogitsProcessor):
             self._previous = ids
             self._matchers = [self._new_matcher(r, ids.shape[0]) for r in range(ids.shape[0])]
             return
-        prev = self._previous
-        if (
-            prev is not None
-            and ids.shape[0] == prev.shape[0]
-            and ids.shape[1] == prev.shape[1] + 1
-            and torch.equal(ids[:, :-1], prev)
-        ):
+        if self._extends_previous(ids):
             for row, token in enumerate(ids[:, -1].tolist()):
                 self._advance(self._matchers[row], [token], row)
         else:
             self._resync_rows(ids)
         self._previous = ids
+
+    def _extends_previous(self, ids: torch.Tensor) -> bool:
+        """True when every row is the previous call's row plus one token (the fast path)."""
+        prev = self._previous
+        return (
+            prev is not None
+            and ids.shape[0] == prev.shape[0]
+            and ids.shape[1] == prev.shape[1] + 1
+            and torch.equal(ids[:, :-1], prev)
+        )
 
     def _is_new_generation(self, ids: torch.Tensor) -> bool:
         prompt = self._prompt
