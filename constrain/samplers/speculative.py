@@ -283,6 +283,7 @@ class SpeculativeGenerator:
         self.stats = SpeculativeStats()
         self._forced_cache: dict[bytes, tuple[int, ...]] = {}
         self._by_bytes: dict[bytes, int] | None = None
+        self._lengths: np.ndarray | None = None
 
     # -- public ------------------------------------------------------------------------
     def generate(
@@ -314,10 +315,11 @@ class SpeculativeGenerator:
 
         Canonical tokenisation: the forced bytes are encoded by the tokenizer on their own,
         as the model saw such text in training (a longest-token walk without a tokenizer).
-        The last token is held back unless the forced text ends the output, because a
-        BPE merge may join it with the free text that follows (``"`` + ``J`` -> ``"J``);
-        it is proposed again, as the whole remaining forced text, in the next step, and
-        if that is all that remains the draft model proposes instead.
+        At the far boundary a BPE merge may join the last forced token with the free text
+        that follows (``"`` + ``J`` -> ``"J``), so the last token is held back whenever the
+        constraint allows a token that starts where it starts and reaches past the forced
+        text; the draft model then proposes from there.  Exactness never depends on this:
+        forced tokens are verified like any other proposal.
         """
         data = matcher.forced_bytes()
         if not data:
@@ -328,10 +330,18 @@ class SpeculativeGenerator:
         if not tokens:
             return ()
         probe = matcher.fork()
-        for token in tokens:
+        for token in tokens[:-1]:
             probe.accept_token(token)
-        ends_output = probe.is_accepting() and probe.forced_bytes() == b"" and _only_eos(probe)
-        return tokens if ends_output else tokens[:-1]
+        tail = len(self.compiled.tokenizer_info.token_bytes[tokens[-1]])
+        return tokens[:-1] if self._crosses(probe, tail) else tokens
+
+    def _crosses(self, matcher: Matcher, length: int) -> bool:
+        """True when the matcher allows a token longer than ``length`` bytes."""
+        if self._lengths is None:
+            self._lengths = np.fromiter(map(len, self.compiled.tokenizer_info.token_bytes), dtype=np.int64)
+        words = matcher.next_token_mask_words()
+        allowed = np.unpackbits(words.view(np.uint8), bitorder="little")[: len(self._lengths)].astype(bool)
+        return bool((self._lengths[allowed] > length).any())
 
     # -- forced text ---------------------------------------------------------------------
     def _tokenise(self, matcher: Matcher, data: bytes) -> tuple[int, ...]:
@@ -492,12 +502,6 @@ class _Run:
         if not self.owner.adaptive or all(forced):
             return
         self.k = min(self.owner.max_k, self.k + 1) if accepted == len(forced) else max(1, self.k - 1)
-
-
-def _only_eos(matcher: Matcher) -> bool:
-    """True when the matcher allows nothing but EOS next."""
-    words = matcher.next_token_mask_words()
-    return bool(np.array_equal(words, matcher.compiled.engine.eos_words()))
 
 
 def _walks(matcher: Matcher, tokens: tuple[int, ...]) -> bool:
