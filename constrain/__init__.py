@@ -49,6 +49,7 @@ _LAZY = {
     "GrammarLogitsProcessor": "constrain.samplers.processor",
     "generate_regex": "constrain.api",
     "generate_grammar": "constrain.api",
+    "SpeculativeGenerator": "constrain.samplers.speculative",
 }
 
 __all__ = [
