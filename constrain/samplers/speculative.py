@@ -206,6 +206,46 @@ class _CachedModel:
         params = inspect.signature(model.forward).parameters
         self._logits_to_keep = "logits_to_keep" in params
         self.forwards = 0
+        self.head = self._plain_head(model)
+
+    @staticmethod
+    def _plain_head(model: Any) -> torch.nn.Linear | None:
+        """The output head when logits are exactly ``head(base_model(x))``, else None.
+
+        Checked once on a one-token input, so a model that scales, caps or biases its
+        logits in ``forward`` (Gemma's soft-capping, Cohere's logit scale) is detected.
+        """
+        head = getattr(model, "get_output_embeddings", lambda: None)()
+        base = getattr(model, "base_model", model)
+        if not isinstance(head, torch.nn.Linear) or base is model:
+            return None
+        ids = torch.zeros((1, 1), dtype=torch.long, device=getattr(model, "device", "cpu"))
+        try:
+            with torch.no_grad():
+                full = model(input_ids=ids, use_cache=False).logits[0, -1]
+                hidden = base(input_ids=ids, use_cache=False).last_hidden_state[0, -1]
+                sparse = head(hidden)
+        except Exception:  # noqa: BLE001 - any surprise means: use the full forward
+            return None
+        return head if torch.allclose(full, sparse, rtol=1e-4, atol=1e-4) else None
+
+    def allowed_logits(self, sequence: list[int], allowed: torch.Tensor) -> torch.Tensor:
+        """Logits of the ``allowed`` token ids only, after the last token of ``sequence``.
+
+        Under a narrow mask the head over the whole vocabulary is most of a small draft's
+        cost; the masked, renormalised distribution needs only these rows.
+        """
+        new = sequence[self.seen:]
+        ids = torch.tensor([new], dtype=torch.long, device=self.device)
+        base = self.model.base_model
+        with torch.no_grad():
+            out = base(input_ids=ids, past_key_values=self.cache, use_cache=True)
+            weight = self.head.weight[allowed.to(self.head.weight.device)]
+            logits = torch.nn.functional.linear(out.last_hidden_state[0, -1], weight, self.head.bias)
+        self.cache = out.past_key_values
+        self.seen = len(sequence)
+        self.forwards += 1
+        return logits
 
     def logits(self, sequence: list[int], last: int) -> torch.Tensor:
         """Logits ``[last, V]`` predicting after each of the last ``last`` tokens of ``sequence``."""
@@ -403,6 +443,8 @@ class _Run:
         self.draft = _CachedModel(owner.draft) if owner.draft is not None else None
         self.k = owner.k
         self.stats = SpeculativeStats()
+        # Logits width (a padded vocabulary may exceed the tokenizer).
+        self.width = _logits_width(owner.target) or self.info.vocab_size
 
     def loop(self) -> SpeculativeOutput:
         finished = False
@@ -469,14 +511,30 @@ class _Run:
 
     def draft_one(self, walker: Matcher, proposals: list[int]) -> tuple[int, torch.Tensor | None]:
         """One draft-model token under ``walker``'s mask, and ``q̃`` (None when greedy)."""
-        logits = self.draft.logits(self.sequence + proposals, 1)
-        bitmask = allocate_token_bitmask(1, logits.shape[-1])
+        width = self.width
+        bitmask = allocate_token_bitmask(1, width)
         walker.fill_next_token_bitmask(bitmask, 0)
         _check_not_empty(bitmask, "draft")
+        if self.draft.head is not None:
+            allowed = torch.from_numpy(np.flatnonzero(
+                np.unpackbits(bitmask.numpy().view(np.uint8), bitorder="little")[:width]))
+            if len(allowed) * 4 < width:
+                return self._draft_sparse(self.draft.allowed_logits(self.sequence + proposals, allowed), allowed)
+        logits = self.draft.logits(self.sequence + proposals, 1)[:, :width]
         masked = masked_logits(logits, bitmask)
         if self.greedy:
             return int(torch.argmax(masked[0])), None
-        q = _probabilities(masked[0], self.temperature)
+        q = torch.zeros(width, dtype=torch.float64)
+        q[: masked.shape[1]] = _probabilities(masked[0], self.temperature)  # a draft head may be narrower
+        return _draw(q, self.generator), q
+
+    def _draft_sparse(self, logits: torch.Tensor, allowed: torch.Tensor) -> tuple[int, torch.Tensor | None]:
+        """``draft_one`` from the allowed tokens' logits: the same ``q̃``, scattered to a full row."""
+        logits = logits.detach().to(device="cpu", dtype=torch.float64)
+        if self.greedy:
+            return int(allowed[int(torch.argmax(logits))]), None
+        q = torch.zeros(self.width, dtype=torch.float64)
+        q[allowed] = torch.softmax(logits / self.temperature, dim=0)
         return _draw(q, self.generator), q
 
     def verify(self, proposals: list[int]) -> torch.Tensor:
