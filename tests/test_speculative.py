@@ -343,3 +343,26 @@ def test_api_draft_model_hook(gpt2):
     assert isinstance(text, str)
     with pytest.raises(ConstrainError, match="num_beams"):
         generate_regex(r"\d", "x", target, tokenizer, draft_model=draft, num_beams=2)
+
+
+def test_sparse_draft_head_only_for_plain_heads(gpt2):
+    """Allowed-rows-only drafting is used only where logits are exactly head(base(x))."""
+    from constrain.samplers.speculative import _CachedModel
+
+    tokenizer, info, compiler, target, draft = gpt2
+    assert _CachedModel(draft).head is draft.lm_head
+    scaled = tiny_llama(len(tokenizer), hidden=16, layers=1, seed=1)
+    original = scaled.forward
+
+    def forward(*args, **kwargs):  # a model that rescales its logits in forward (like logit_scale)
+        out = original(*args, **kwargs)
+        out.logits = out.logits * 2.0
+        return out
+
+    scaled.forward = forward
+    assert _CachedModel(scaled).head is None
+    compiled = compiler.compile_regex(r"\d{3}-\d{3}")
+    ids = tokenizer("Call").input_ids
+    for model in (draft, scaled):
+        out = SpeculativeGenerator(target, model, compiled, k=3).generate(ids, max_new_tokens=12)
+        assert out.token_ids == greedy_reference(target, info, compiled, ids, 12)
