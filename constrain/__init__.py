@@ -68,6 +68,7 @@ _LAZY = {
     "ASApLogitsProcessor": "constrain.samplers.asap",
     "ASApState": "constrain.samplers.asap",
     "ASApTrie": "constrain.samplers.asap",
+    "SpeculativeGenerator": "constrain.samplers.speculative",
 }
 
 __all__ = [

@@ -53,6 +53,7 @@ def generate_constrained(
     *,
     chat_template: bool = False,
     require_complete: bool = True,
+    draft_model: Any | None = None,
     **generate_kwargs: Any,
 ) -> str | list[str]:
     """Generate under ``compiled`` and return the decoded output text(s).
@@ -68,6 +69,12 @@ def generate_constrained(
     require_complete:
         Raise :class:`ConstrainError` when generation stopped (``max_new_tokens``)
         before the output was a complete string of the language.
+    draft_model:
+        A smaller model with the same tokenizer: decode speculatively with
+        :class:`~constrain.samplers.speculative.SpeculativeGenerator` (one prompt at a
+        time, jump-forward on forced text; the output distribution is unchanged).  It
+        then takes ``max_new_tokens``, ``do_sample``, ``temperature``, ``num_assistant_tokens``
+        (k, default 4) and ``jump_forward`` (default True).
     generate_kwargs:
         Passed to ``model.generate`` (``max_new_tokens``, ``do_sample``,
         ``temperature``, ``num_beams``...); default ``max_new_tokens=256``.
@@ -76,6 +83,10 @@ def generate_constrained(
 
     prompts = [prompt] if isinstance(prompt, str) else list(prompt)
     info = compiled.tokenizer_info
+    if draft_model is not None:
+        rows = _generate_speculative(compiled, prompts, model, draft_model, tokenizer, chat_template, generate_kwargs)
+        texts = [_finish_row(info, row, require_complete) for row in rows]
+        return texts[0] if isinstance(prompt, str) else texts
     inputs = _encode_prompts(tokenizer, prompts, chat_template, getattr(model, "device", "cpu"))
     processor = ConstrainedLogitsProcessor(compiled)
     user_processors = generate_kwargs.pop("logits_processor", None) or []
@@ -85,20 +96,50 @@ def generate_constrained(
         generate_kwargs.setdefault("pad_token_id", info.eos_token_ids[0])
     output = model.generate(**inputs, logits_processor=[*user_processors, processor], **generate_kwargs)
     start = inputs["input_ids"].shape[1]
-    texts = []
-    eos = set(info.eos_token_ids)
-    for row in output[:, start:].tolist():
-        finished = any(t in eos for t in row)
-        tokens = row[: next((i for i, t in enumerate(row) if t in eos), len(row))]
-        data = info.decode_bytes(tokens)
-        if require_complete and not finished:
-            raise ConstrainError(
-                f"Generation stopped after {len(row)} tokens before the output was complete "
-                f"(raise max_new_tokens); partial output: {data[:200]!r}"
-            )
-        texts.append(data.decode("utf-8", errors="replace"))
+    texts = [_finish_row(info, row, require_complete) for row in output[:, start:].tolist()]
     # One prompt and one sequence: a string; otherwise one string per returned row.
     return texts[0] if isinstance(prompt, str) and len(texts) == 1 else texts
+
+
+def _finish_row(info: Any, row: list[int], require_complete: bool) -> str:
+    """The text of one generated row up to its first EOS; an error if it has none and must."""
+    eos = set(info.eos_token_ids)
+    finished = any(t in eos for t in row)
+    data = info.decode_bytes(row[: next((i for i, t in enumerate(row) if t in eos), len(row))])
+    if require_complete and not finished:
+        raise ConstrainError(
+            f"Generation stopped after {len(row)} tokens before the output was complete "
+            f"(raise max_new_tokens); partial output: {data[:200]!r}"
+        )
+    return data.decode("utf-8", errors="replace")
+
+
+_SPECULATIVE_KWARGS = {"max_new_tokens", "do_sample", "temperature", "num_assistant_tokens", "jump_forward",
+                       "eos_token_id", "pad_token_id"}
+
+
+def _generate_speculative(
+    compiled: CompiledGrammar, prompts: list[str], model: Any, draft_model: Any, tokenizer: Any,
+    chat_template: bool, kwargs: dict,
+) -> list[list[int]]:
+    """Token rows from :class:`SpeculativeGenerator`, one prompt at a time."""
+    from .samplers.speculative import SpeculativeGenerator
+
+    unsupported = sorted(set(kwargs) - _SPECULATIVE_KWARGS)
+    if unsupported:
+        raise ConstrainError(
+            f"Invalid arguments with draft_model: {unsupported} are not supported by speculative "
+            f"decoding (supported: {sorted(_SPECULATIVE_KWARGS)}); drop draft_model to use them"
+        )
+    generator = SpeculativeGenerator(model, draft_model, compiled, k=kwargs.get("num_assistant_tokens", 4),
+                                     jump_forward=kwargs.get("jump_forward", True), tokenizer=tokenizer)
+    rows = []
+    for text in prompts:
+        ids = _encode_prompts(tokenizer, [text], chat_template, "cpu")["input_ids"]
+        out = generator.generate(ids, max_new_tokens=kwargs.get("max_new_tokens", 256),
+                                 do_sample=kwargs.get("do_sample", False), temperature=kwargs.get("temperature", 1.0))
+        rows.append(out.token_ids)
+    return rows
 
 
 def generate_regex(

@@ -173,12 +173,41 @@ class ConstrainedLogitsProcessor(LogitsProcessor):
                 if base is not None:
                     break
             if base is None:
+                # Assisted generation verifies drafts by calling again with shorter rows:
+                # roll a previous matcher back to the common prefix instead of replaying.
+                base, cut = self._rolled_back(row_ids)
+            if base is None:
                 matcher, rest = self._new_matcher(row, ids.shape[0]), row_ids
             else:
                 matcher, rest = base.fork(), row_ids[cut:]
             self._advance(matcher, rest, row)
             matchers.append(matcher)
         self._matchers = matchers
+
+    def _rolled_back(self, row_ids: list[int]) -> tuple[Matcher | None, int]:
+        """A fork of the previous matcher sharing the longest prefix with ``row_ids``, rolled back to it.
+
+        Only matchers that took one step per token (none stopped at EOS) can be rolled
+        back by token count; returns ``(None, 0)`` when none shares a prefix.
+        """
+        start = self._prompt.shape[1]
+        best, best_len = None, 0
+        for matcher, history in zip(self._matchers, self._previous[:, start:].tolist()):
+            if not hasattr(matcher, "rollback") or matcher.num_steps != len(history):
+                continue  # monitored matchers cannot roll back; they are replayed instead
+            common = 0
+            for a, b in zip(history, row_ids):
+                if a != b:
+                    break
+                common += 1
+            if common > best_len:
+                best, best_len = (matcher, len(history)), common
+        if best is None:
+            return None, 0
+        matcher, length = best
+        fork = matcher.fork()
+        fork.rollback(length - best_len)
+        return fork, best_len
 
     def _advance(self, matcher: Matcher, tokens: list[int], row: int) -> None:
         for token in tokens:
