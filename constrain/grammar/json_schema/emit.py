@@ -89,8 +89,11 @@ class SchemaEmitter:
             return self.any_value()
         walk = _Walk(self.doc, list(chain), self.max_recursion)
         spec = Spec()
-        for loc in locs:
+        for index, loc in enumerate(locs):
             spec = walk.absorb(spec, loc, frozenset())
+            if index == 0 and len(locs) > 1 and (spec.unevaluated_properties or spec.unevaluated_items):
+                spec.unsupported.append((loc, "unevaluatedProperties" if spec.unevaluated_properties
+                                         else "unevaluatedItems", "other schemas apply to the same value"))
         key = None
         if len(walk.chain) > len(chain) and walk.chain[-1] in chain:  # entering a recursive reference again
             key = (tuple(sorted(set(walk.chain))), tuple(walk.chain.count(k) for k in sorted(set(walk.chain))),
@@ -123,7 +126,7 @@ class SchemaEmitter:
         if spec.nots:
             base = spec.without(nots=spec.nots[1:])
             (base, _), (negated, negated_chain) = _with_slots(base, [(base, chain), self._merged(base, spec.nots[0], chain)])
-            return self._minus(self.spec_tree(base, chain), self.spec_tree(negated, negated_chain))
+            return self._minus(self.spec_tree(base, chain), self.spec_tree(_without_unevaluated(negated), negated_chain))
         if spec.conditionals:
             return self._conditional(spec, chain)
         if spec.dependencies:
@@ -145,20 +148,20 @@ class SchemaEmitter:
         """Exactly one branch: each branch's language minus the union of the others."""
         group, rest = spec.one_of[0], spec.without(one_of=spec.one_of[1:])
         branches = _with_slots(rest, [self._merged(rest, group.child(i), chain) for i in range(len(group.node))])
-        dfas = [self._dfa(self.spec_tree(branch, branch_chain)) for branch, branch_chain in branches]
-        live = [d for d in dfas if d is not None]
+        if rest.unevaluated_properties or rest.unevaluated_items:
+            return self._one_of_unevaluated(branches)
+        return _exactly_one([self._dfa(self.spec_tree(branch, branch_chain)) for branch, branch_chain in branches])
+
+    def _one_of_unevaluated(self, branches) -> RegexNode:
+        """oneOf under unevaluated*: branch i with it, minus the other branches judged without it."""
         out = []
-        before: list[ByteDFA | None] = [None]
-        for dfa in live[:-1]:
-            before.append(dfa if before[-1] is None else union(before[-1], dfa))
-        after: ByteDFA | None = None
-        for index in range(len(live) - 1, -1, -1):
-            others = _union_opt(before[index], after)
-            only = live[index] if others is None else difference(live[index], others)
-            if only is not None:
-                out.append(Automaton(only))
-            after = live[index] if after is None else union(after, live[index])
-        return alt(*reversed(out))
+        for index, (branch, branch_chain) in enumerate(branches):
+            tree = self.spec_tree(branch, branch_chain)
+            for other, (spec, other_chain) in enumerate(branches):
+                if other != index and tree is not NOTHING:
+                    tree = self._minus(tree, self.spec_tree(_without_unevaluated(spec), other_chain))
+            out.append(tree)
+        return alt(*out)
 
     def _conditional(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         loc, base = spec.conditionals[0], spec.without(conditionals=spec.conditionals[1:])
@@ -169,7 +172,7 @@ class SchemaEmitter:
         base, if_spec = base.without(key_slots=slots), if_spec.without(key_slots=slots)
         then_tree = self._merged_tree(if_spec, loc.child("then"), if_chain) if "then" in loc.node else self.spec_tree(if_spec, if_chain)
         else_tree = self._merged_tree(base, loc.child("else"), chain) if "else" in loc.node else self.spec_tree(base, chain)
-        return alt(then_tree, self._minus(else_tree, self.spec_tree(if_spec, if_chain)))
+        return alt(then_tree, self._minus(else_tree, self.spec_tree(_without_unevaluated(if_spec), if_chain)))
 
     def _dependency(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         """``key`` absent, or present together with what it requires (two disjoint cases)."""
@@ -651,6 +654,28 @@ def _with_slots(base: Spec, parts: list[tuple[Spec, tuple]]) -> list[tuple[Spec,
         names.update(dict.fromkeys(sorted(spec.required)))
     slots = tuple(names)
     return [(spec.without(key_slots=slots), chain) for spec, chain in parts]
+
+
+def _exactly_one(dfas: list[ByteDFA | None]) -> RegexNode:
+    """Texts in exactly one of the languages: each minus the union of the others (prefix/suffix unions)."""
+    live = [d for d in dfas if d is not None]
+    out = []
+    before: list[ByteDFA | None] = [None]
+    for dfa in live[:-1]:
+        before.append(dfa if before[-1] is None else union(before[-1], dfa))
+    after: ByteDFA | None = None
+    for index in range(len(live) - 1, -1, -1):
+        others = _union_opt(before[index], after)
+        only = live[index] if others is None else difference(live[index], others)
+        if only is not None:
+            out.append(Automaton(only))
+        after = live[index] if after is None else union(after, live[index])
+    return alt(*reversed(out))
+
+
+def _without_unevaluated(spec: Spec) -> Spec:
+    """The spec as a *condition* (if, not, other oneOf branches): unevaluated* belongs to the parent."""
+    return spec.without(unevaluated_properties=[], unevaluated_items=[])
 
 
 def _union_opt(a: ByteDFA | None, b: ByteDFA | None) -> ByteDFA | None:

@@ -118,6 +118,7 @@ class _Walk:
         self.doc = doc
         self.chain = chain
         self.max_recursion = max_recursion
+        self.root: Loc | None = None  # unevaluated* is exact only at the schema the walk started from
 
     def absorb(self, spec: Spec, loc: Loc, active: frozenset[str]) -> Spec:
         """Merge the constraints of ``loc`` (and its ``$ref``/``allOf``) into ``spec``."""
@@ -129,6 +130,8 @@ class _Walk:
             return spec
         if not isinstance(node, dict):
             raise loc.error(f"a schema must be an object or a boolean, got {type(node).__name__}")
+        if self.root is None and not spec.sources:
+            self.root = loc  # a fresh record: this schema's subtree is all it will hold
         if "$dynamicRef" in node:
             spec.unsupported.append((loc, "$dynamicRef", "dynamic scopes are resolved at validation time"))
         ref_keyword = next((k for k in ("$ref", "$recursiveRef") if k in node), None)
@@ -138,6 +141,8 @@ class _Walk:
                 return spec  # before 2019-09, $ref overrides its siblings
         spec.sources.append(loc)
         _absorb_keywords(self.doc, spec, loc)
+        if loc is not self.root:
+            _unevaluated_outside_root(spec, loc)
         for i, _ in enumerate(node.get("allOf") or ()):
             spec = self.absorb(spec, loc.child("allOf", i), active)
         return spec
@@ -183,6 +188,21 @@ def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
         spec.unevaluated_properties.append(loc.child("unevaluatedProperties"))
     if "unevaluatedItems" in node:
         spec.unevaluated_items.append(loc.child("unevaluatedItems"))
+
+
+def _unevaluated_outside_root(spec: Spec, loc: Loc) -> None:
+    """unevaluated* below the walk's root sees only its own subschema: refuse it there.
+
+    At the root, the merged record is exactly the root's subtree (its ``$ref``,
+    ``allOf`` and later its expanded branches), so "evaluated" is what the record
+    lists; a keyword inside a branch or a referenced schema would wrongly see its
+    siblings' properties.
+    """
+    for keyword, pending in (("unevaluatedProperties", spec.unevaluated_properties),
+                             ("unevaluatedItems", spec.unevaluated_items)):
+        if keyword in loc.node:
+            pending[:] = [entry for entry in pending if entry.pointer != loc.pointer + "/" + keyword]
+            spec.unsupported.append((loc, keyword, "inside a branch or a reference it sees only its own subschema"))
 
 
 def _absorb_type(spec: Spec, loc: Loc) -> None:
