@@ -34,6 +34,7 @@ class Loc:
     node: Any
     pointer: str
     base: str
+    draft: int = 2020
 
     def child(self, *path: str | int) -> "Loc":
         """The sub-schema at ``path`` below this one (keys or list indices)."""
@@ -42,17 +43,17 @@ class Loc:
         for part in path:
             node = node[part]
             pointer += "/" + str(part).replace("~", "~0").replace("/", "~1")
-        return Loc(node, pointer, _base_of(node, self.base))
+        return Loc(node, pointer, _base_of(node, self.base, self.draft), self.draft)
 
     def error(self, message: str, *keys: str) -> SchemaError:
         pointer = self.pointer + "".join("/" + k for k in keys)
         return SchemaError(message, pointer or "#")
 
 
-def _base_of(node: Any, parent_base: str) -> str:
+def _base_of(node: Any, parent_base: str, draft: int) -> str:
     """The base URI inside ``node``: its ``$id`` (or draft-4 ``id``) resolved against the parent's."""
     if isinstance(node, dict):
-        ident = node.get("$id")
+        ident = node.get("$id") if draft > 7 or "$ref" not in node else None  # draft <= 7: $ref hides siblings
         if not isinstance(ident, str):
             ident = node.get("id") if isinstance(node.get("id"), str) and "$ref" not in node else None
         if isinstance(ident, str) and not ident.startswith("#"):
@@ -84,8 +85,8 @@ class SchemaDocument:
         self.root = root
         self.draft = _draft_of(root)
         self.index: dict[str, Loc] = {}
-        base = _base_of(root, _ROOT_BASE)
-        self.root_loc = Loc(root, "", base)
+        base = _base_of(root, _ROOT_BASE, self.draft)
+        self.root_loc = Loc(root, "", base, self.draft)
         self._register(self.root_loc, is_root=True)
 
     def resolve(self, loc: Loc, ref: str, keyword: str = "$ref") -> Loc:
