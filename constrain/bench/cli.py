@@ -12,8 +12,7 @@ import sys
 from typing import Any
 
 from ..errors import ConstrainError
-from .data import TEST_SUITE_DRAFTS, jsonschemabench_dir, load_jsonschemabench, load_jsonschemabench_hub, \
-    load_test_suite, even_sample
+from .data import TEST_SUITE_DRAFTS, even_sample, load_jsonschemabench, load_jsonschemabench_hub, load_test_suite
 from .engines import ENGINES
 
 __all__ = ["add_bench_parser"]
@@ -71,17 +70,17 @@ def _validate(args: argparse.Namespace) -> None:
             raise ConstrainError(f"--{option.replace('_', '-')} must be at least 1, got {value}")
     if args.compile_timeout <= 0 or args.timeout <= 0:
         raise ConstrainError("timeouts must be positive")
+    args.engine_names = _names(args.engines, ENGINES, "engine(s)")
 
 
 def _run(args: argparse.Namespace, cases: list[Any], kind: str) -> int:
     from .maskbench import load_tokenizer, run_cases, set_up_engines
-    from .report import jsonschemabench_markdown, run_json, test_suite_markdown, write_json
+    from .report import render_jsonschemabench, run_json, render_test_suite, write_json
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    names = _names(args.engines, ENGINES, "engine(s)")
     cases = even_sample(cases, args.limit)
     tok = load_tokenizer(args.tokenizer, args.data)
-    engines, skipped = set_up_engines(names, tok)
+    engines, skipped = set_up_engines(args.engine_names, tok)
     for name, why in skipped.items():
         print(f"constrain bench: {name} skipped: {why}", file=sys.stderr)
     if not engines:
@@ -89,7 +88,7 @@ def _run(args: argparse.Namespace, cases: list[Any], kind: str) -> int:
     run = run_cases(cases, engines, tok, compile_timeout=args.compile_timeout, timeout=args.timeout,
                     sample_slow=args.sample_slow, slow_engines=_names(args.slow_engines, None, "engine(s)"),
                     progress=not args.no_progress, skipped=skipped)
-    render = jsonschemabench_markdown if kind == "jsonschemabench" else test_suite_markdown
+    render = render_jsonschemabench if kind == "jsonschemabench" else render_test_suite
     print(render(run, explain=args.explain))
     if args.out:
         write_json(args.out, run_json(run, kind))

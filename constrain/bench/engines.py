@@ -84,6 +84,11 @@ class Engine:
     distribution = ""
     #: The options the JSON Schema compile uses, as said in reports.
     json_schema_options = ""
+    #: Whether warming up in the parent, before worker processes are forked, is safe
+    #: (no threads started).  Ours is: its numba JIT then happens once, not per worker.
+    warm_up_before_fork = False
+    #: Whether :meth:`setup` reads ``token_bytes`` (decoding them costs about a second).
+    needs_token_bytes = False
 
     def __init__(self) -> None:
         self.setup_s: dict[str, float] = {}
@@ -130,6 +135,7 @@ class ConstrainEngine(Engine):
 
     name = OURS
     distribution = "constrain"
+    warm_up_before_fork = True
     json_schema_options = "compile_json_schema defaults: whitespace='flexible', strict=True"
 
     def setup(self, tok: Any, token_bytes: dict[int, bytes]) -> None:
@@ -273,6 +279,7 @@ class OutlinesEngine(Engine):
 
     name = "outlines"
     distribution = "outlines-core"
+    needs_token_bytes = True
     json_schema_options = "json_schema.build_regex_from_schema(schema) (default whitespace pattern), Index"
 
     def setup(self, tok: Any, token_bytes: dict[int, bytes]) -> None:

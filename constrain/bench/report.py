@@ -233,7 +233,7 @@ def _overall_row(label: str, s: dict[str, Any]) -> list[Any]:
             fmt(s["mask_max_us"], 0)]
 
 
-def jsonschemabench_markdown(run: Any, explain: bool = False) -> str:
+def render_jsonschemabench(run: Any, explain: bool = False) -> str:
     """The side-by-side tables of a ``constrain bench jsonschemabench`` run."""
     out = header_lines(run, "JSONSchemaBench (MaskBench method)")
     with_instances = sum(1 for c in run.cases if c.instances)
@@ -281,7 +281,7 @@ def explain_lines(run: Any) -> str:
     return "\n".join(lines)
 
 
-def test_suite_markdown(run: Any, explain: bool = False) -> str:
+def render_test_suite(run: Any, explain: bool = False) -> str:
     """Per-file and per-part (draft, required/optional) counts of a ``constrain bench test-suite`` run."""
     out = header_lines(run, "JSON Schema Test Suite")
     remote = sum(len(c.instances) for c in run.cases if c.remote_ref)
