@@ -34,6 +34,7 @@ __all__ = [
     "OutlinesEngine",
     "ADAPTERS",
     "optional_import",
+    "require",
     "timed",
     "hf_token_bytes",
     "schema_text",
@@ -59,6 +60,14 @@ def optional_import(module: str) -> tuple[Any | None, str | None]:
         return None, f"import failed: {exc}"
     except Exception as exc:  # a broken install must not stop a benchmark
         return None, f"import failed: {type(exc).__name__}: {exc}"
+
+
+def require(module: str) -> Any:
+    """The imported module, or :class:`EngineUnavailable` saying why it cannot be."""
+    imported, why = optional_import(module)
+    if imported is None:
+        raise EngineUnavailable(f"{module}: {why}")
+    return imported
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -102,7 +111,8 @@ class Engine:
         return None
 
     def compile_regex(self, compiler: Any, pattern: str) -> Any:
-        raise NotImplementedError(f"{self.name} does not compile regexes here")
+        """A full-match regex; by default the xgrammar-style ``compiler.compile_regex``."""
+        return compiler.compile_regex(pattern)
 
     def compile_json_grammar(self, compiler: Any) -> Any:
         """The engine's grammar of any JSON value, whitespace allowed between tokens."""
@@ -123,11 +133,15 @@ class Engine:
         raise NotImplementedError
 
     def fill(self, matcher: Any, bitmask: Any) -> None:
-        """Write the next-token mask into row 0 of the int32 torch ``bitmask``."""
-        raise NotImplementedError
+        """Write the next-token mask into row 0 of the int32 torch ``bitmask``.
+
+        The default is the xgrammar-style call that ``constrain.Matcher`` shares.
+        """
+        matcher.fill_next_token_bitmask(bitmask)
 
     def accept(self, matcher: Any, token_id: int) -> bool:
-        raise NotImplementedError
+        """Advance by ``token_id``; False when the engine refuses it."""
+        return bool(matcher.accept_token(token_id))
 
 
 class ConstrainEngine(Engine):
@@ -149,9 +163,6 @@ class ConstrainEngine(Engine):
     def fresh_compiler(self) -> Any:
         return self._compiler_cls(self.info, cache_dir=False)
 
-    def compile_regex(self, compiler: Any, pattern: str) -> Any:
-        return compiler.compile_regex(pattern)
-
     def compile_json_grammar(self, compiler: Any) -> Any:
         return compiler.compile_builtin("json")
 
@@ -171,12 +182,6 @@ class ConstrainEngine(Engine):
     def matcher(self, compiled: Any) -> Any:
         return self._matcher_cls(compiled)
 
-    def fill(self, matcher: Any, bitmask: Any) -> None:
-        matcher.fill_next_token_bitmask(bitmask)
-
-    def accept(self, matcher: Any, token_id: int) -> bool:
-        return bool(matcher.accept_token(token_id))
-
     def precompute_s(self, pattern: str) -> float:
         """Seconds to build every mask row of a fresh compile of ``pattern`` eagerly."""
         compiled = self.compile_regex(self.fresh_compiler(), pattern)
@@ -193,19 +198,13 @@ class XGrammarEngine(Engine):
     json_schema_options = "compile_json_schema(any_whitespace=True, strict_mode=False)"
 
     def setup(self, tok: Any, token_bytes: dict[int, bytes]) -> None:
-        xgr, why = optional_import("xgrammar")
-        if xgr is None:
-            raise EngineUnavailable(why)
-        self.xgr = xgr
+        self.xgr = xgr = require("xgrammar")
         self.info, self.setup_s["tokenizer_info"] = timed(lambda: xgr.TokenizerInfo.from_huggingface(tok))
         # xgrammar's default is 8 compile threads; do not oversubscribe a small machine.
         self.threads = max(1, min(8, os.cpu_count() or 8))
 
     def fresh_compiler(self) -> Any:
         return self.xgr.GrammarCompiler(self.info, max_threads=self.threads, cache_enabled=False)
-
-    def compile_regex(self, compiler: Any, pattern: str) -> Any:
-        return compiler.compile_regex(pattern)
 
     def compile_json_grammar(self, compiler: Any) -> Any:
         return compiler.compile_builtin_json_grammar()
@@ -216,12 +215,6 @@ class XGrammarEngine(Engine):
     def matcher(self, compiled: Any) -> Any:
         return self.xgr.GrammarMatcher(compiled)
 
-    def fill(self, matcher: Any, bitmask: Any) -> None:
-        matcher.fill_next_token_bitmask(bitmask)
-
-    def accept(self, matcher: Any, token_id: int) -> bool:
-        return bool(matcher.accept_token(token_id))
-
 
 class LLGuidanceEngine(Engine):
     """llguidance: ``LLMatcher(tokenizer, grammar)`` compiles; one ``deep_copy`` per use."""
@@ -231,14 +224,8 @@ class LLGuidanceEngine(Engine):
     json_schema_options = 'grammar_from_json_schema(defaults={"whitespace_flexible": True})'
 
     def setup(self, tok: Any, token_bytes: dict[int, bytes]) -> None:
-        llg, why = optional_import("llguidance")
-        if llg is None:
-            raise EngineUnavailable(why)
-        llg_hf, why = optional_import("llguidance.hf")
-        llg_torch, why_torch = optional_import("llguidance.torch")
-        if llg_hf is None or llg_torch is None:
-            raise EngineUnavailable(why or why_torch)
-        self.llg, self.llg_torch = llg, llg_torch
+        self.llg, self.llg_torch = require("llguidance"), require("llguidance.torch")
+        llg_hf = require("llguidance.hf")
         self.tokenizer, self.setup_s["tokenizer"] = timed(lambda: llg_hf.from_tokenizer(tok))
 
     def _matcher_for(self, grammar: str) -> Any:
@@ -283,10 +270,7 @@ class OutlinesEngine(Engine):
     json_schema_options = "json_schema.build_regex_from_schema(schema) (default whitespace pattern), Index"
 
     def setup(self, tok: Any, token_bytes: dict[int, bytes]) -> None:
-        oc, why = optional_import("outlines_core")
-        if oc is None:
-            raise EngineUnavailable(why)
-        self.oc = oc
+        self.oc = oc = require("outlines_core")
         eos = tok.eos_token_id
 
         def build() -> Any:
