@@ -162,7 +162,7 @@ def test_summary_and_reports(stand_in_run):
     assert 0 < s["mask_p50_us"] <= s["mask_p99_us"] <= s["mask_p999_us"] <= s["mask_max_us"]
     assert s["compile_p50_ms"] <= s["compile_p99_ms"] <= s["compile_max_ms"]
     text = render_jsonschemabench(stand_in_run, explain=True)
-    assert "| constrain | 5 | 4 | 3 (60.0 %) | 0 | 1 | 1 / 0 |" in text
+    assert "| constrain | 5 | 4 | 3 (60.0 %) | 0 | 1 | 1 / 0 / 0 |" in text
     assert "| enums | 2 / 2 (0, 0) |" in text and "| types | 1 / 3 (0, 1) |" in text
     assert "- constrain `integer`: valid instance 5 rejected at token" in text
     assert "- constrain `object`: compile_error: SchemaError" in text
@@ -187,7 +187,7 @@ def test_peer_on_the_same_work(llama3, engines):
     assert [i.accepted for i in peer["obj"].instances] == [i.valid for i in cases[0].instances]
     ours = {r.case_id: r for r in run.results["constrain"]}
     assert ours["obj"].status == "compile_error" and ours["colors"].passed
-    assert "| llguidance | 3 | 3 | 3 (100.0 %) | 0 | 0 | 0 / 0 |" in render_jsonschemabench(run)
+    assert "| llguidance | 3 | 3 | 3 (100.0 %) | 0 | 0 | 0 / 0 / 0 |" in render_jsonschemabench(run)
 
 
 def test_hanging_and_crashing_engines_are_cut_off(llama3, engines):

@@ -260,6 +260,14 @@ def _worker_main(conn: Any, engine: Engine, compile_fn: CompileFn, warm: list[li
 
 
 # -- the parent side ---------------------------------------------------------------------------------
+def _finish(result: CaseResult, work: Tokenized, done: tuple) -> CaseResult:
+    """Fill ``result`` from a worker's ``("done", verdicts, mask times)`` message."""
+    _, verdicts, times = done
+    result.instances = [InstanceOutcome(v, a, s, r) for v, (a, s, r) in zip(work.valid, verdicts)]
+    result.mask_ns = times
+    return result
+
+
 class _Worker:
     """One engine's worker process, forked on demand and killed on a timeout."""
 
@@ -324,10 +332,7 @@ class _Worker:
             self.kill()
             result.status, result.reason = "crashed", f"worker died (exit code {code}): {type(exc).__name__}"
             return result
-        _, verdicts, times = message
-        result.instances = [InstanceOutcome(v, a, s, r) for v, (a, s, r) in zip(work.valid, verdicts)]
-        result.mask_ns = times
-        return result
+        return _finish(result, work, message)
 
     def close(self) -> None:
         if self.process is not None:
@@ -356,10 +361,7 @@ class _InProcess:
             result.status, result.reason = "compile_error", messages[0][1]
             return result
         result.compile_s = messages[0][1]
-        _, verdicts, times = messages[1]
-        result.instances = [InstanceOutcome(v, a, s, r) for v, (a, s, r) in zip(work.valid, verdicts)]
-        result.mask_ns = times
-        return result
+        return _finish(result, work, messages[1])
 
     def close(self) -> None:
         pass

@@ -221,13 +221,13 @@ ADAPTER_DISTRIBUTIONS = {"constrain": "constrain", "xgrammar": "xgrammar", "llgu
                          "outlines": "outlines-core"}
 
 _OVERALL_HEADERS = ["engine", "schemas", "compiled", "passing", "invalid accepted", "valid rejected",
-                    "compile errors / timeouts", "compile p50 ms", "p99 ms", "max ms",
+                    "compile errors / timeouts / crashes", "compile p50 ms", "p99 ms", "max ms",
                     "mask p50 µs", "p99 µs", "p99.9 µs", "max µs"]
 
 
 def _overall_row(label: str, s: dict[str, Any]) -> list[Any]:
     return [label, s["schemas"], s["compiled"], _pct(s["passing"], s["schemas"]), s["invalid_accepted"],
-            s["valid_rejected"], f"{s['compile_error']:,} / {s['compile_timeout'] + s['timeout']:,}",
+            s["valid_rejected"], f"{s['compile_error']:,} / {s['compile_timeout'] + s['timeout']:,} / {s['crashed']:,}",
             fmt(s["compile_p50_ms"], 2), fmt(s["compile_p99_ms"], 1), fmt(s["compile_max_ms"], 0),
             fmt(s["mask_p50_us"], 1), fmt(s["mask_p99_us"], 0), fmt(s["mask_p999_us"], 0),
             fmt(s["mask_max_us"], 0)]
