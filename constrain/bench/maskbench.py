@@ -451,6 +451,7 @@ def run_cases(
             _warm_up(engines[name], compile_fn, warm, eos, words)
     workers = {name: worker_cls(engines[name], compile_fn, warm, eos, words) for name in names}
     results: dict[str, list[CaseResult]] = {name: [] for name in names}
+    passing = dict.fromkeys(names, 0)  # shown on the progress bar
     bar = _progress(len(cases), progress)
     start = time.perf_counter()
     try:
@@ -459,10 +460,12 @@ def run_cases(
             for name in names:
                 if name in slow and case.id not in sample_ids:
                     continue
-                results[name].append(workers[name].run(case, work, compile_timeout, timeout))
+                result = workers[name].run(case, work, compile_timeout, timeout)
+                results[name].append(result)
+                passing[name] += result.passed
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix_str(" ".join(f"{n}:{sum(r.passed for r in results[n])}" for n in names))
+                bar.set_postfix_str(" ".join(f"{n}:{passing[n]}" for n in names))
     finally:
         if bar is not None:
             bar.close()
