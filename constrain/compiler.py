@@ -38,16 +38,21 @@ class CompiledGrammar:
     tokenizer_info:
         The vocabulary it was compiled for.
     kind:
-        ``"regex"`` (more kinds come with grammars and JSON Schema).
+        ``"regex"``, ``"grammar"`` or ``"json_schema"``.
     source:
         The constraint as the user gave it.
+    notes:
+        What the compile relaxed or treated as annotation (unknown ``format``\ s,
+        keywords relaxed with ``strict=False``), one line each with its JSON pointer.
     """
 
-    def __init__(self, tokenizer_info: TokenizerInfo, kind: str, source: Any, engine: Any) -> None:
+    def __init__(self, tokenizer_info: TokenizerInfo, kind: str, source: Any, engine: Any,
+                 notes: tuple[str, ...] = ()) -> None:
         self.tokenizer_info = tokenizer_info
         self.kind = kind
         self.source = source
         self.engine = engine
+        self.notes = notes
 
     @property
     def is_regular(self) -> bool:
@@ -185,6 +190,75 @@ class Compiler:
                   **{f"lexer.{k}": v for k, v in engine.lexer.to_arrays().items()}}
         self._disk.save("grammar", key, arrays)
         return engine
+
+    def compile_json_schema(
+        self,
+        schema: Any,
+        *,
+        whitespace: str = "flexible",
+        max_whitespace: int = 12,
+        property_order: str = "schema",
+        strict: bool = True,
+        max_recursion: int = 3,
+        max_any_depth: int = 3,
+    ) -> CompiledGrammar:
+        """Compile a JSON Schema (dict, JSON text or pydantic model class).
+
+        The output is one JSON value valid against the schema, written with keys in
+        the schema's ``properties`` order (then any additional keys), strings as
+        ``json.dumps(..., ensure_ascii=False)`` escapes them, numbers without
+        leading zeros (and without exponent where bounds or ``multipleOf`` apply).
+
+        Parameters
+        ----------
+        whitespace:
+            ``"flexible"``: any JSON whitespace between tokens, each run at most
+            ``max_whitespace`` bytes (so both ``json.dumps(x)`` and
+            ``json.dumps(x, indent=2)`` fit, and a model cannot loop on spaces);
+            ``"canonical"``: exactly ``json.dumps``'s ``", "`` and ``": "``;
+            ``"compact"``: no whitespace at all.
+        property_order:
+            ``"schema"`` (the only order supported for now).
+        strict:
+            Raise :class:`~constrain.errors.SchemaError` for keywords that cannot be
+            enforced exactly (``uniqueItems``, ``unevaluatedProperties``...).  With
+            ``False`` they are left out and listed in ``compiled.notes``.
+        max_recursion:
+            How many times a recursive ``$ref`` is unrolled on one path.
+        max_any_depth:
+            Nesting depth allowed inside free-form values (``{}``, ``true``,
+            ``additionalProperties: true``).
+
+        Raises
+        ------
+        SchemaError
+            Malformed schemas, unresolvable ``$ref``, unsupported keywords (strict),
+            with the JSON pointer of the offending keyword.
+        """
+        import json
+
+        from .grammar.json_schema import JsonSchemaOptions, load_schema, schema_to_dfa
+
+        options = JsonSchemaOptions(whitespace, max_whitespace, property_order, strict, max_recursion, max_any_depth)
+        value = load_schema(schema)
+        text = json.dumps(value, sort_keys=True)
+        key = ("json_schema", text, options)
+        compiled = self._memory_get(key)
+        if compiled is None:
+            disk_key = content_key("json-schema-dfa", text, repr(options))
+            stored = self._disk.load("dfa", disk_key)
+            if stored is not None and {"trans", "accepting", "start", "notes"} <= stored.keys():
+                dfa = ByteDFA(stored["trans"], stored["accepting"].astype(bool), int(stored["start"]))
+                notes = tuple(json.loads(bytes(stored["notes"]).decode()))
+            else:
+                language = schema_to_dfa(value, options)
+                dfa, notes = language.dfa, tuple(language.notes)
+                self._disk.save("dfa", disk_key, {"trans": dfa.trans, "accepting": dfa.accepting,
+                                                  "start": np.int64(dfa.start),
+                                                  "notes": np.frombuffer(json.dumps(notes).encode(), dtype=np.uint8)})
+            engine = TokenDFA(dfa, self.tokenizer_info, self._disk)
+            compiled = self._memory_put(key, CompiledGrammar(self.tokenizer_info, "json_schema", value, engine, notes))
+        return compiled
 
     def compile_builtin(self, name: str) -> CompiledGrammar:
         """Compile a grammar shipped with constrain: ``"json"`` (RFC 8259)."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import RegexError
-from ..grammar.regex import Alt, CharSet, Concat, Repeat, RegexNode, parse_regex
+from ..grammar.regex import Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, parse_regex
 from .utf8 import ranges_to_utf8_sequences
 
 __all__ = ["ByteDFA", "build_byte_dfa", "build_labeled_dfa", "regex_to_dfa"]
@@ -50,6 +50,7 @@ class ByteDFA:
     accepting: np.ndarray
     start: int
     _rows: list = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    _runs: list = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     @property
     def num_states(self) -> int:
@@ -87,6 +88,12 @@ class ByteDFA:
         trans, labels, (start,) = _minimize(*pruned)
         return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), labels >= 0, start)
 
+    def byte_runs(self) -> list[list[tuple[int, int, int]]]:
+        """Per state, ``(lo, hi, target)`` for each run of bytes with one live target (memoised)."""
+        if self._runs is None:
+            object.__setattr__(self, "_runs", [list(_byte_runs(row)) for row in self._python_rows()])
+        return self._runs
+
     def _python_rows(self) -> list:
         """``trans`` as nested lists: indexing them is ~5x faster than numpy scalars."""
         if self._rows is None:
@@ -122,8 +129,32 @@ class _NFA:
                 self.build(item, start, end)
         elif isinstance(node, Repeat):
             self.build_repeat(node, start, end)
+        elif isinstance(node, Automaton):
+            self.build_automaton(node.dfa, start, end)
+        elif isinstance(node, Graph):
+            self.build_graph(node, start, end)
         else:  # pragma: no cover - the parser produces nothing else
             raise TypeError(f"unknown regex node {node!r}")
+
+    def build_automaton(self, dfa: "ByteDFA", start: int, end: int) -> None:
+        """Wire a copy of ``dfa`` between ``start`` and ``end`` (one NFA state per DFA state)."""
+        base = len(self.eps)
+        for _ in range(dfa.num_states):
+            self.new_state()
+        self.eps[start].append(base + dfa.start)
+        for state in np.flatnonzero(dfa.accepting).tolist():
+            self.eps[base + state].append(end)
+        for state, runs in enumerate(dfa.byte_runs()):
+            self.edges[base + state].extend((lo, hi, base + target) for lo, hi, target in runs)
+
+    def build_graph(self, graph: "Graph", start: int, end: int) -> None:
+        """Wire a :class:`Graph`: one NFA state per graph state, each edge its sub-tree."""
+        ids = [self.new_state() for _ in range(graph.num_states)]
+        self.eps[start].append(ids[graph.start])
+        for final in graph.finals:
+            self.eps[ids[final]].append(end)
+        for source, node, target in graph.edges:
+            self.build(node, ids[source], ids[target])
 
     def build_bounded(self, dfa: "ByteDFA", start: int, end: int, max_len: int) -> None:
         """Wire the strings of ``dfa`` of at most ``max_len`` bytes between ``start`` and ``end``.
@@ -141,20 +172,12 @@ class _NFA:
                 self.eps[here].append(end)
             if length == max_len:
                 continue
-            byte = 0
-            row = rows[state]
-            while byte < 256:  # group runs of bytes with the same target into ranges
-                target = row[byte]
-                last = byte
-                while last + 1 < 256 and row[last + 1] == target:
-                    last += 1
-                if target >= 0:
-                    key = (target, length + 1)
-                    if key not in ids:
-                        ids[key] = self.new_state()
-                        queue.append(key)
-                    self.edges[here].append((byte, last, ids[key]))
-                byte = last + 1
+            for byte, last, target in _byte_runs(rows[state]):
+                key = (target, length + 1)
+                if key not in ids:
+                    ids[key] = self.new_state()
+                    queue.append(key)
+                self.edges[here].append((byte, last, ids[key]))
 
     def build_charset(self, node: CharSet, start: int, end: int) -> None:
         # Sequences sharing a suffix (e.g. the trailing [80-BF][80-BF]) share states.
@@ -202,6 +225,19 @@ class _NFA:
             self.build(node.item, current, nxt)
             current = nxt
         self.eps[current].append(end)
+
+
+def _byte_runs(row: list[int]):
+    """``(lo, hi, target)`` for each maximal run of bytes with one live target in a row."""
+    byte = 0
+    while byte < 256:
+        target = row[byte]
+        last = byte
+        while last + 1 < 256 and row[last + 1] == target:
+            last += 1
+        if target >= 0:
+            yield byte, last, target
+        byte = last + 1
 
 
 def _closure_fn(nfa: _NFA):
@@ -496,8 +532,13 @@ def _trie_dfa(strings: list[bytes]) -> ByteDFA:
     return ByteDFA(trans, accept, 0)
 
 
-def build_byte_dfa(tree: RegexNode, pattern: str = "") -> ByteDFA:
+def build_byte_dfa(tree: RegexNode, pattern: str = "", *, minimize: bool = True) -> ByteDFA:
     """Build the minimal byte-level DFA of a regex tree (every state live).
+
+    ``minimize=False`` skips the state merging (the result is still deterministic
+    and all-live, only possibly larger): for big automata built from trees whose
+    subset construction is already near-minimal, where merging would cost more
+    than the extra states ever will.
 
     Raises
     ------
@@ -515,7 +556,7 @@ def build_byte_dfa(tree: RegexNode, pattern: str = "") -> ByteDFA:
     pruned = _prune_dead(trans, labels, starts)
     if pruned is None:
         raise RegexError("the pattern matches no string at all", pattern, 0)
-    trans, labels, (start_state,) = _minimize(*pruned)
+    trans, labels, (start_state,) = _minimize(*pruned) if minimize else pruned
     return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), labels >= 0, start_state)
 
 

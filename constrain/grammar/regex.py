@@ -31,6 +31,8 @@ __all__ = [
     "parse_regex",
     "MAX_CODEPOINT",
     "EMPTY",
+    "Automaton",
+    "Graph",
 ]
 
 MAX_CODEPOINT = 0x10FFFF
@@ -76,7 +78,36 @@ class _Anchor:
     position: int
 
 
-RegexNode = Union[CharSet, Concat, Alt, Repeat]
+@dataclass(frozen=True, eq=False, slots=True)
+class Automaton:
+    """A language given directly as a :class:`~constrain.automata.byte_dfa.ByteDFA`.
+
+    Lets compilers that combine languages with automaton operations (intersection,
+    difference: JSON Schema's ``allOf``/``oneOf``/``not``) embed the result in a
+    larger tree without going back to regex syntax.
+    """
+
+    dfa: object
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Graph:
+    """A small automaton whose edges are labelled by sub-trees.
+
+    ``edges`` are ``(source, node, target)`` over states ``0..num_states-1``; the
+    language is every path from ``start`` to a state in ``finals``.  Used where a
+    tree would have to repeat a sub-tree in several places (JSON objects with
+    optional members: "nothing emitted yet" and "something emitted" states), which
+    a DAG of trees would expand exponentially when wired into an NFA.
+    """
+
+    num_states: int
+    start: int
+    finals: tuple[int, ...]
+    edges: tuple[tuple[int, "RegexNode", int], ...]
+
+
+RegexNode = Union[CharSet, Concat, Alt, Repeat, Automaton, Graph]
 EMPTY = Concat(())
 
 

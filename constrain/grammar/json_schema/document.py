@@ -1,0 +1,160 @@
+"""Loading a JSON Schema document and resolving ``$ref`` inside it.
+
+Every sub-schema is addressed by a :class:`Loc`: the node, the JSON pointer that
+reaches it from the root (for error messages) and the base URI in force there
+(``$id`` / draft-4 ``id`` change it), so relative references resolve the way the
+spec says.  All ``$id``\\ s, ``$anchor``\\ s and pointers of the document are
+indexed once; references outside the document are an error.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urldefrag, urljoin
+
+from ...errors import SchemaError
+
+__all__ = ["Loc", "SchemaDocument", "load_schema", "DRAFTS"]
+
+DRAFTS = {"draft-03": 4, "draft-04": 4, "draft-06": 6, "draft-07": 7, "2019-09": 2019, "2020-12": 2020}
+_ROOT_BASE = "urn:constrain:root"
+# Keywords whose values are schemas, maps of schemas or lists of schemas: where $id/$anchor may hide.
+_SCHEMA_VALUED = {"additionalProperties", "additionalItems", "contains", "not", "if", "then", "else",
+                  "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contentSchema"}
+_SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+_SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems"}
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A sub-schema with where it is: ``pointer`` from the root and the base URI in force."""
+
+    node: Any
+    pointer: str
+    base: str
+
+    def child(self, *path: str | int) -> "Loc":
+        """The sub-schema at ``path`` below this one (keys or list indices)."""
+        node = self.node
+        pointer = self.pointer
+        for part in path:
+            node = node[part]
+            pointer += "/" + str(part).replace("~", "~0").replace("/", "~1")
+        return Loc(node, pointer, _base_of(node, self.base))
+
+    def error(self, message: str, *keys: str) -> SchemaError:
+        pointer = self.pointer + "".join("/" + k for k in keys)
+        return SchemaError(message, pointer or "#")
+
+
+def _base_of(node: Any, parent_base: str) -> str:
+    """The base URI inside ``node``: its ``$id`` (or draft-4 ``id``) resolved against the parent's."""
+    if isinstance(node, dict):
+        ident = node.get("$id")
+        if not isinstance(ident, str):
+            ident = node.get("id") if isinstance(node.get("id"), str) and "$ref" not in node else None
+        if isinstance(ident, str) and not ident.startswith("#"):
+            return urldefrag(urljoin(parent_base, ident))[0] or parent_base
+    return parent_base
+
+
+def load_schema(schema: Any) -> Any:
+    """A schema given as a dict/bool, JSON text, or a pydantic model class, as a JSON value."""
+    if isinstance(schema, (dict, bool)):
+        return schema
+    if isinstance(schema, (str, bytes)):
+        try:
+            value = json.loads(schema)
+        except json.JSONDecodeError as err:
+            raise SchemaError(f"the schema is not valid JSON: {err.msg} at line {err.lineno} column {err.colno}") from None
+        if not isinstance(value, (dict, bool)):
+            raise SchemaError(f"a schema must be an object or a boolean, got {type(value).__name__}")
+        return value
+    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        return schema.model_json_schema()
+    raise SchemaError(f"a schema must be a dict, JSON text or a pydantic model class, got {type(schema).__name__}")
+
+
+class SchemaDocument:
+    """The root schema, its draft, and an index of every addressable sub-schema."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self.draft = _draft_of(root)
+        self.index: dict[str, Loc] = {}
+        base = _base_of(root, _ROOT_BASE)
+        self.root_loc = Loc(root, "", base)
+        self._register(self.root_loc, is_root=True)
+
+    def resolve(self, loc: Loc, ref: str, keyword: str = "$ref") -> Loc:
+        """The sub-schema a reference found at ``loc`` points to."""
+        if not isinstance(ref, str):
+            raise loc.error(f"{keyword} must be a string", keyword)
+        target = urljoin(loc.base, ref)
+        url, fragment = urldefrag(target)
+        found = self.index.get(url + "#" + fragment) if not fragment.startswith("/") else None
+        if found is not None:
+            return found
+        doc = self.index.get(url + "#")
+        if doc is None:
+            raise loc.error(f"unresolvable {keyword} {ref!r}: {url or ref!r} is not part of this document", keyword)
+        if fragment == "":
+            return doc
+        if not fragment.startswith("/"):
+            raise loc.error(f"unresolvable {keyword} {ref!r}: no $anchor {fragment!r}", keyword)
+        return self._follow_pointer(doc, unquote(fragment), loc, ref, keyword)
+
+    def _follow_pointer(self, doc: Loc, fragment: str, loc: Loc, ref: str, keyword: str) -> Loc:
+        current = doc
+        for raw in fragment.split("/")[1:]:
+            part = raw.replace("~1", "/").replace("~0", "~")
+            node = current.node
+            if isinstance(node, dict) and part in node:
+                current = current.child(part)
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                current = current.child(int(part))
+            else:
+                raise loc.error(f"unresolvable {keyword} {ref!r}: nothing at {part!r}", keyword)
+        return current
+
+    def _register(self, loc: Loc, is_root: bool = False) -> None:
+        node = loc.node
+        if not isinstance(node, dict):
+            return
+        self.index.setdefault(loc.base + "#", loc) if (is_root or _declares_id(node)) else None
+        anchor = node.get("$anchor") or node.get("$dynamicAnchor")
+        if isinstance(anchor, str):
+            self.index.setdefault(loc.base + "#" + anchor, loc)
+        ident = node.get("$id") if isinstance(node.get("$id"), str) else node.get("id")
+        if isinstance(ident, str) and ident.startswith("#") and len(ident) > 1:  # draft-4/6/7 plain-name ids
+            self.index.setdefault(urljoin(loc.base, ident), loc)
+        for key, value in node.items():
+            if key in ("enum", "const", "examples", "default"):
+                continue
+            if key in _SCHEMA_VALUED or key == "items":
+                if isinstance(value, list):
+                    for i in range(len(value)):
+                        self._register(loc.child(key, i))
+                else:
+                    self._register(loc.child(key))
+            elif key in _SCHEMA_MAPS and isinstance(value, dict):
+                for name in value:
+                    self._register(loc.child(key, name))
+            elif key in _SCHEMA_LISTS and isinstance(value, list):
+                for i in range(len(value)):
+                    self._register(loc.child(key, i))
+
+
+def _declares_id(node: dict) -> bool:
+    ident = node.get("$id", node.get("id"))
+    return isinstance(ident, str) and not ident.startswith("#")
+
+
+def _draft_of(root: Any) -> int:
+    if isinstance(root, dict) and isinstance(root.get("$schema"), str):
+        for marker, draft in DRAFTS.items():
+            if marker in root["$schema"]:
+                return draft
+    return 2020

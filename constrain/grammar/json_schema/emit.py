@@ -1,0 +1,606 @@
+"""From merged schema records to the regular language of their JSON texts.
+
+Every non-recursive JSON Schema describes a regular language of texts once the
+serialisation is fixed (key order, string escapes, number spelling, bounded
+whitespace), so the whole schema compiles to one byte DFA and masks come from
+the same token-DFA machinery as regexes.  Recursive ``$ref`` is unrolled to
+``max_recursion`` levels; free-form values (``{}``, ``additionalProperties:
+true``) nest up to ``max_any_depth``.  ``oneOf``, ``not`` and ``if``/``then``/
+``else`` are exact through DFA products (see :mod:`constrain.automata.dfa_ops`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from ...automata.byte_dfa import ByteDFA, build_byte_dfa
+from ...automata.dfa_ops import difference, intersect, union
+from ...errors import RegexError, SchemaError
+from ..regex import Automaton, Graph, RegexNode
+from .document import Loc, SchemaDocument
+from .formats import FORMAT_NOTES, FORMATS
+from .numbers import integer_tree, multiple_of_dfa, number_tree
+from .spec import KeyRule, Spec, _deep_copy, _Walk, spec_of
+from .strings import ANY_CHAR, encode_chars, encoded_string, pattern_tree, string_tree
+from .trees import EMPTY, NOTHING, alt, cls, lit, opt, seq, star
+
+__all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES"]
+
+WHITESPACE_MODES = ("flexible", "canonical", "compact")
+_ALL_TYPES = frozenset(("null", "boolean", "object", "array", "string", "number", "integer"))
+WS_BYTES = b" \t\n\r"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where whitespace goes: between every two tokens (flexible) or as json.dumps writes it."""
+
+    mode: str
+
+    @property
+    def ws(self) -> RegexNode:
+        return star(cls((" ", " "), ("\t", "\t"), ("\n", "\n"), ("\r", "\r"))) if self.mode == "flexible" else EMPTY
+
+    def comma(self) -> RegexNode:
+        return {"flexible": seq(self.ws, lit(","), self.ws), "canonical": lit(", "), "compact": lit(",")}[self.mode]
+
+    def colon(self) -> RegexNode:
+        return {"flexible": seq(self.ws, lit(":"), self.ws), "canonical": lit(": "), "compact": lit(":")}[self.mode]
+
+    def opening(self, char: str) -> RegexNode:
+        return seq(lit(char), self.ws)
+
+    def closing(self, char: str) -> RegexNode:
+        return seq(self.ws, lit(char))
+
+
+class SchemaEmitter:
+    """Compile one schema document to a regex tree (with embedded automata)."""
+
+    def __init__(self, doc: SchemaDocument, layout: Layout, *, strict: bool, max_recursion: int, max_any_depth: int) -> None:
+        self.doc = doc
+        self.layout = layout
+        self.strict = strict
+        self.max_recursion = max_recursion
+        self.max_any_depth = max_any_depth
+        self.notes: list[str] = []
+        self._validator = None
+        self._recursive_memo: dict[tuple, RegexNode] = {}
+
+    # -- entry points -------------------------------------------------------------
+    def root(self) -> RegexNode:
+        spec, chain = spec_of(self.doc, self.doc.root_loc, (), self.max_recursion)
+        return self.spec_tree(spec, chain)
+
+    def value_of(self, locs: list[Loc], chain: tuple[str, ...]) -> RegexNode:
+        """The language of values meeting every schema in ``locs`` (an implicit allOf)."""
+        if all(loc.node is True or loc.node == {} for loc in locs):
+            return self.any_value()
+        walk = _Walk(self.doc, list(chain), self.max_recursion)
+        spec = Spec()
+        for loc in locs:
+            spec = walk.absorb(spec, loc, frozenset())
+        key = None
+        if len(walk.chain) > len(chain) and walk.chain[-1] in chain:  # entering a recursive reference again
+            key = (tuple(sorted(set(walk.chain))), tuple(walk.chain.count(k) for k in sorted(set(walk.chain))),
+                   tuple(loc.base + "#" + loc.pointer for loc in locs))
+            found = self._recursive_memo.get(key)
+            if found is not None:
+                return found
+        tree = self.spec_tree(spec, tuple(walk.chain))
+        if key is not None:
+            tree = self._as_automaton(tree)
+            self._recursive_memo[key] = tree
+        return tree
+
+    def any_value(self) -> RegexNode:
+        """Any JSON value nested at most ``max_any_depth`` deep (free-form members)."""
+        return Automaton(any_value_dfa(self.layout.mode, self.max_any_depth))
+
+    # -- combinators --------------------------------------------------------------------
+    def spec_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
+        if spec.impossible:
+            return NOTHING
+        self._check_unsupported(spec)
+        if spec.enums:
+            return self._enum_tree(spec)
+        if spec.any_of:
+            group, rest = spec.any_of[0], spec.without(any_of=spec.any_of[1:])
+            return alt(*(self._merged_tree(rest, group.child(i), chain) for i in range(len(group.node))))
+        if spec.one_of:
+            return self._one_of(spec, chain)
+        if spec.nots:
+            base = spec.without(nots=spec.nots[1:])
+            return self._minus(self.spec_tree(base, chain), self._merged_tree(base, spec.nots[0], chain))
+        if spec.conditionals:
+            return self._conditional(spec, chain)
+        if spec.dependencies:
+            return self._dependency(spec, chain)
+        types = _ALL_TYPES if spec.types is None else spec.types
+        return alt(*(self._type_tree(spec, name, chain) for name in ("null", "boolean", "object", "array", "string", "number")
+                     if name in types or (name == "number" and "integer" in types)))
+
+    def _merged(self, spec: Spec, loc: Loc, chain: tuple[str, ...]) -> tuple[Spec, tuple[str, ...]]:
+        walk = _Walk(self.doc, list(chain), self.max_recursion)
+        merged = walk.absorb(_deep_copy(spec), loc, frozenset())
+        return merged, tuple(walk.chain)
+
+    def _merged_tree(self, spec: Spec, loc: Loc, chain: tuple[str, ...]) -> RegexNode:
+        merged, chain = self._merged(spec, loc, chain)
+        return self.spec_tree(merged, chain)
+
+    def _one_of(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
+        """Exactly one branch: each branch's language minus the union of the others."""
+        group, rest = spec.one_of[0], spec.without(one_of=spec.one_of[1:])
+        dfas = [self._dfa(self._merged_tree(rest, group.child(i), chain)) for i in range(len(group.node))]
+        live = [d for d in dfas if d is not None]
+        out = []
+        before: list[ByteDFA | None] = [None]
+        for dfa in live[:-1]:
+            before.append(dfa if before[-1] is None else union(before[-1], dfa))
+        after: ByteDFA | None = None
+        for index in range(len(live) - 1, -1, -1):
+            others = _union_opt(before[index], after)
+            only = live[index] if others is None else difference(live[index], others)
+            if only is not None:
+                out.append(Automaton(only))
+            after = live[index] if after is None else union(after, live[index])
+        return alt(*reversed(out))
+
+    def _conditional(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
+        loc, base = spec.conditionals[0], spec.without(conditionals=spec.conditionals[1:])
+        if_spec, if_chain = self._merged(base, loc.child("if"), chain)
+        then_tree = self._merged_tree(if_spec, loc.child("then"), if_chain) if "then" in loc.node else self.spec_tree(if_spec, if_chain)
+        else_tree = self._merged_tree(base, loc.child("else"), chain) if "else" in loc.node else self.spec_tree(base, chain)
+        return alt(then_tree, self._minus(else_tree, self.spec_tree(if_spec, if_chain)))
+
+    def _dependency(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
+        """``key`` absent, or present together with what it requires (two disjoint cases)."""
+        loc, key, keyword = spec.dependencies[0]
+        base = spec.without(dependencies=spec.dependencies[1:])
+        absent = _deep_copy(base)
+        absent.properties.setdefault(key, []).append(Loc(False, loc.pointer + f"/{keyword}/{key}", loc.base))
+        present = _deep_copy(base)
+        present.required.add(key)
+        value = loc.node[keyword][key]
+        if isinstance(value, list):
+            present.required.update(v for v in value if isinstance(v, str))
+            present_tree = self.spec_tree(present, chain)
+        else:
+            present_tree = self._merged_tree(present, loc.child(keyword, key), chain)
+        return alt(self.spec_tree(absent, chain), present_tree)
+
+    def _minus(self, tree: RegexNode, removed: RegexNode) -> RegexNode:
+        if tree is NOTHING or removed is NOTHING:
+            return tree
+        kept = difference(build_byte_dfa(tree), build_byte_dfa(removed))
+        return NOTHING if kept is None else Automaton(kept)
+
+    # -- per type -----------------------------------------------------------------------
+    def _type_tree(self, spec: Spec, name: str, chain: tuple[str, ...]) -> RegexNode:
+        if name == "null":
+            return lit("null")
+        if name == "boolean":
+            return alt(lit("true"), lit("false"))
+        if name == "string":
+            return self._string_tree(spec)
+        if name == "number":
+            integer = spec.types is not None and "number" not in spec.types
+            return self._number_tree(spec, integer)
+        if name == "object":
+            return self._object_tree(spec, chain)
+        return self._array_tree(spec, chain)
+
+    def _string_tree(self, spec: Spec) -> RegexNode:
+        formats = []
+        for name, loc in spec.formats:
+            if name in FORMATS:
+                formats.append(name)
+                if name in FORMAT_NOTES:
+                    self.notes.append(f"{loc.pointer or '#'}/format: {name}: {FORMAT_NOTES[name]}")
+            else:
+                self.notes.append(f"{loc.pointer or '#'}/format: unknown format {name!r} is an annotation (not checked)")
+        patterns = []
+        for pattern, loc in spec.patterns:
+            try:
+                pattern_tree(pattern)
+            except RegexError as err:
+                raise SchemaError(f"pattern {pattern!r} cannot be compiled: {err.reason}", (loc.pointer or "#") + "/pattern") from None
+            patterns.append(pattern)
+        return string_tree(spec.min_length, spec.max_length, patterns, formats)
+
+    def _number_tree(self, spec: Spec, integer: bool) -> RegexNode:
+        low, high = spec.minimum, spec.maximum
+        if integer:
+            tree = integer_tree(_int_low(low), _int_high(high))
+        else:
+            tree = number_tree(low[0] if low else None, high[0] if high else None,
+                               bool(low and low[1]), bool(high and high[1]))
+        for step, loc in spec.multiples:
+            if tree is NOTHING:
+                break
+            dfa = multiple_of_dfa(step, integer)
+            if dfa is None:
+                self._unenforced(loc, "multipleOf", f"a step of {step} needs more than 4096 remainders")
+                continue
+            both = intersect(build_byte_dfa(tree), dfa)
+            tree = NOTHING if both is None else Automaton(both)
+        return tree
+
+    def _object_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
+        layout = self.layout
+        names_dfa = self._property_names_dfa(spec, chain)
+        members: list[tuple[str, RegexNode, bool]] = []
+        listed = list(spec.properties) + sorted(spec.required - set(spec.properties))
+        for name in listed:
+            value = self.value_of(self._locs_for_key(spec, name), chain)
+            key_text = encoded_string(name)
+            if names_dfa is not None and not names_dfa.matches(key_text.encode()):
+                value = NOTHING
+            required = name in spec.required
+            if value is NOTHING and required:
+                return NOTHING
+            if value is not NOTHING:
+                members.append((key_text, value, required))
+        extras = self._extra_members(spec, set(listed), names_dfa, chain)
+        graph = _members_graph(members, extras, spec.min_properties, spec.max_properties, layout)
+        if graph is NOTHING:
+            return NOTHING
+        return seq(layout.opening("{"), graph, layout.closing("}"))
+
+    def _locs_for_key(self, spec: Spec, name: str) -> list[Loc]:
+        """Every schema a member named ``name`` must meet: its properties, else each rule's patterns/additional."""
+        locs = list(spec.properties.get(name, ()))
+        for rule in spec.key_rules:
+            if name in rule.names:
+                continue
+            matched = [loc for pattern, loc in rule.patterns if _search(pattern, name, loc)]
+            locs += matched
+            if not matched and rule.additional is not None:
+                locs.append(rule.additional)
+        return locs
+
+    def _extra_members(self, spec: Spec, listed: set[str], names_dfa: ByteDFA | None, chain) -> list[tuple[RegexNode, RegexNode]]:
+        """(key language, value language) classes for members not listed in properties."""
+        patterns = [(pattern, loc, index) for index, rule in enumerate(spec.key_rules) for pattern, loc in rule.patterns]
+        if len(patterns) > 6:
+            raise SchemaError("more than 6 patternProperties in one object are not supported",
+                              (spec.key_rules[0].patterns[0][1].pointer or "#"))
+        all_keys = build_byte_dfa(seq(lit('"'), encode_chars(star(ANY_CHAR)), lit('"')))
+        base_keys = all_keys
+        if listed:
+            base_keys = difference(all_keys, build_byte_dfa(alt(*(lit(encoded_string(n)) for n in sorted(listed)))))
+        if names_dfa is not None and base_keys is not None:
+            base_keys = intersect(base_keys, names_dfa)
+        if base_keys is None:
+            return []
+        classes = []
+        for subset in range(1 << len(patterns)):
+            keys: ByteDFA | None = base_keys
+            locs: list[Loc] = []
+            for bit, (pattern, loc, _) in enumerate(patterns):
+                pattern_keys = _pattern_key_dfa(pattern, loc)
+                keys = intersect(keys, pattern_keys) if subset >> bit & 1 else difference(keys, pattern_keys)
+                if keys is None:
+                    break
+                if subset >> bit & 1:
+                    locs.append(loc)
+            if keys is None:
+                continue
+            for index, rule in enumerate(spec.key_rules):
+                if rule.additional is not None and not any(subset >> b & 1 for b, p in enumerate(patterns) if p[2] == index):
+                    locs.append(rule.additional)
+            value = self.value_of(locs, chain)
+            if value is not NOTHING:
+                classes.append((Automaton(keys), value))
+        return classes
+
+    def _property_names_dfa(self, spec: Spec, chain) -> ByteDFA | None:
+        if not spec.property_names:
+            return None
+        tree = self.value_of(spec.property_names, chain)
+        strings = build_byte_dfa(seq(lit('"'), encode_chars(star(ANY_CHAR)), lit('"')))
+        return intersect(strings, build_byte_dfa(tree)) if tree is not NOTHING else None
+
+    def _array_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
+        if spec.unique_items is not None:
+            self._unenforced(spec.unique_items, "uniqueItems", "no regular language keeps items distinct")
+        prefix = [self.value_of(locs, chain) for locs in spec.prefix_items]
+        rest = self.value_of(spec.rest_items, chain)
+        contains = None
+        if spec.contains:
+            if len(spec.contains) > 1:
+                self._unenforced(spec.contains[1][0], "contains", "only one contains per array is supported")
+            loc, low, high = spec.contains[0]
+            contains = (self._dfa(self.value_of([loc], chain)), low, high)
+        graph = _items_graph(prefix, rest, spec.min_items, spec.max_items, contains, self.layout)
+        if graph is NOTHING:
+            return NOTHING
+        return seq(self.layout.opening("["), graph, self.layout.closing("]"))
+
+    # -- enum / const -------------------------------------------------------------------
+    def _enum_tree(self, spec: Spec) -> RegexNode:
+        candidates = spec.enums[0]
+        for other in spec.enums[1:]:
+            keys = {_json_key(v) for v in other}
+            candidates = [v for v in candidates if _json_key(v) in keys]
+        kept = [v for v in _unique(candidates) if self._valid(v, spec)]
+        return alt(*(self._literal(v) for v in kept))
+
+    def _valid(self, value: Any, spec: Spec) -> bool:
+        """Whether ``value`` meets every source schema of ``spec`` (jsonschema, formats checked)."""
+        import jsonschema
+
+        if self._validator is None:
+            cls_ = jsonschema.validators.validator_for(self.doc.root, default=jsonschema.Draft202012Validator)
+            self._validator = cls_(self.doc.root, format_checker=cls_.FORMAT_CHECKER)
+        try:
+            return all(self._validator.evolve(schema=loc.node).is_valid(value) for loc in spec.sources)
+        except (jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError, LookupError):
+            return True  # the enum value is still listed by the schema; the structure check is ours
+
+    def _literal(self, value: Any) -> RegexNode:
+        layout = self.layout
+        if isinstance(value, str):
+            return lit(encoded_string(value))
+        if isinstance(value, dict):
+            members = [seq(lit(encoded_string(k)), layout.colon(), self._literal(v)) for k, v in value.items()]
+            return seq(layout.opening("{"), *_joined(members, layout.comma()), layout.closing("}"))
+        if isinstance(value, list):
+            items = [self._literal(v) for v in value]
+            return seq(layout.opening("["), *_joined(items, layout.comma()), layout.closing("]"))
+        if isinstance(value, float) and value.is_integer():
+            return alt(lit(json.dumps(value)), lit(str(int(value))))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return alt(lit(str(value)), lit(f"{value}.0"))
+        return lit(json.dumps(value))
+
+    # -- helpers ------------------------------------------------------------------------
+    def _check_unsupported(self, spec: Spec) -> None:
+        for loc, keyword, why in spec.unsupported:
+            self._unenforced(loc, keyword, why)
+
+    def _unenforced(self, loc: Loc, keyword: str, why: str) -> None:
+        where = (loc.pointer or "#") + "/" + keyword
+        if self.strict:
+            raise SchemaError(f"{keyword} cannot be enforced exactly ({why}); pass strict=False to relax it", where)
+        note = f"{where}: {keyword} not enforced ({why})"
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def _dfa(self, tree: RegexNode) -> ByteDFA | None:
+        if tree is NOTHING:
+            return None
+        if isinstance(tree, Automaton):
+            return tree.dfa
+        return build_byte_dfa(tree)
+
+    def _as_automaton(self, tree: RegexNode) -> RegexNode:
+        dfa = self._dfa(tree)
+        return NOTHING if dfa is None else Automaton(dfa)
+
+
+@lru_cache(maxsize=16)
+def any_value_dfa(mode: str, depth: int) -> ByteDFA:
+    """Any JSON value of nesting depth <= ``depth``, built level by level (each level embeds the last)."""
+    from .numbers import NUMBER
+
+    layout = Layout(mode)
+    string = seq(lit('"'), encode_chars(star(ANY_CHAR)), lit('"'))
+    scalars = alt(lit("null"), lit("true"), lit("false"), NUMBER, string)
+    dfa = build_byte_dfa(scalars)
+    for _ in range(depth):
+        inner = Automaton(dfa)
+        array = seq(layout.opening("["), _items_graph([], inner, 0, None, None, layout), layout.closing("]"))
+        obj = seq(layout.opening("{"), _members_graph([], [(string, inner)], 0, None, layout), layout.closing("}"))
+        dfa = build_byte_dfa(alt(scalars, array, obj))
+    return dfa
+
+
+class _GraphBuilder:
+    """States named by keys; member edges go through a shared "after the separator" state.
+
+    Writing ``[,] member`` as two edges (separator into a mid state keyed by
+    where the member leads, then the member) lets the first member and the
+    following ones share one copy of the member's language: nested objects and
+    arrays would otherwise double their automaton at every level.
+    """
+
+    def __init__(self, separator: RegexNode) -> None:
+        self.separator = separator
+        self.index: dict[tuple, int] = {}
+        self.edges: list[tuple[int, RegexNode, int]] = []
+        self.member_edges: set[tuple[int, int, int]] = set()
+
+    def state(self, key: tuple) -> int:
+        if key not in self.index:
+            self.index[key] = len(self.index)
+        return self.index[key]
+
+    def member(self, source: tuple, first: bool, target: tuple, node: RegexNode, node_id: int) -> None:
+        mid = self.state(("mid",) + target)
+        link = (self.state(source), -1, mid)
+        if link not in self.member_edges:
+            self.member_edges.add(link)
+            self.edges.append((link[0], EMPTY if first else self.separator, mid))
+        edge = (mid, node_id, self.state(target))
+        if edge not in self.member_edges:
+            self.member_edges.add(edge)
+            self.edges.append((mid, node, self.state(target)))
+
+    def skip(self, source: tuple, target: tuple) -> None:
+        self.edges.append((self.state(source), EMPTY, self.state(target)))
+
+    def graph(self, start: tuple, is_final) -> RegexNode:
+        finals = tuple(sorted(i for key, i in self.index.items() if key[0] != "mid" and is_final(key)))
+        if not finals:
+            return NOTHING
+        return Graph(len(self.index), self.index[start], finals, tuple(self.edges))
+
+
+def _members_graph(members, extras, min_props: int, max_props: int | None, layout: Layout) -> RegexNode:
+    """Object members in schema order, then extra members; counts tracked for min/maxProperties.
+
+    States are (position in the member list, members written so far), the count
+    capped where it no longer matters, so optional members never duplicate
+    the rest of the object (a tree would, once per optional member).
+    """
+    cap = max(1, min_props, (max_props + 1) if max_props is not None else 0)
+    n = len(members)
+    builder = _GraphBuilder(layout.comma())
+    frontier = {0}
+    builder.state(("at", 0, 0))
+    for position, (key_text, value, required) in enumerate(members):
+        member = seq(lit(key_text), layout.colon(), value)
+        nxt = set()
+        for count in sorted(frontier):
+            if max_props is None or count < max_props:
+                target = min(count + 1, cap)
+                builder.member(("at", position, count), count == 0, ("at", position + 1, target), member, position)
+                nxt.add(target)
+            if not required:
+                builder.skip(("at", position, count), ("at", position + 1, count))
+                nxt.add(count)
+        frontier = nxt
+    pending = sorted(frontier)
+    done = set()
+    while pending:
+        count = pending.pop()
+        if count in done:
+            continue
+        done.add(count)
+        builder.state(("at", n, count))
+        if max_props is not None and count >= max_props:
+            continue
+        target = min(count + 1, cap)
+        for k, (keys, value) in enumerate(extras):
+            builder.member(("at", n, count), count == 0, ("at", n, target), seq(keys, layout.colon(), value), n + k)
+        if extras and target not in done:
+            pending.append(target)
+    return builder.graph(("at", 0, 0), lambda key: key[1] == n and key[2] >= min_props
+                         and (max_props is None or key[2] <= max_props))
+
+
+def _items_graph(prefix, rest, min_items: int, max_items: int | None, contains, layout: Layout) -> RegexNode:
+    """Array items: position-specific schemas, then the rest; optional ``contains`` counting."""
+    contains_dfa, low_c, high_c = contains if contains is not None else (None, 0, None)
+    c_cap = max(low_c, (high_c + 1) if high_c is not None else 0)
+    positions = len(prefix)
+    cap = max(positions, min_items, (max_items + 1) if max_items is not None else 0) + 1
+    builder = _GraphBuilder(layout.comma())
+    pieces_memo: dict[int, list] = {}
+
+    def pieces(count: int):
+        """(piece, contains increment) alternatives for the item at this position."""
+        slot = min(count, positions)
+        if slot not in pieces_memo:
+            item = prefix[count] if count < positions else rest
+            if item is NOTHING:
+                pieces_memo[slot] = []
+            elif contains is None or contains_dfa is None:
+                pieces_memo[slot] = [(item, 0)]
+            else:
+                dfa = item.dfa if isinstance(item, Automaton) else build_byte_dfa(item)
+                hit, miss = intersect(dfa, contains_dfa), difference(dfa, contains_dfa)
+                pieces_memo[slot] = [(Automaton(d), inc) for d, inc in ((hit, 1), (miss, 0)) if d is not None]
+        return pieces_memo[slot]
+
+    builder.state(("at", 0, 0))
+    seen = {(0, 0)}
+    queue = [(0, 0)]
+    while queue:
+        count, matched = queue.pop()
+        if max_items is not None and count >= max_items:
+            continue
+        for k, (piece, inc) in enumerate(pieces(count)):
+            nxt = (min(count + 1, cap), min(matched + inc, c_cap))
+            builder.member(("at", count, matched), count == 0, ("at",) + nxt, piece, min(count, positions) * 2 + k)
+            if nxt not in seen:
+                seen.add(nxt)
+                queue.append(nxt)
+    return builder.graph(("at", 0, 0), lambda key: key[1] >= min_items and (max_items is None or key[1] <= max_items)
+                         and key[2] >= low_c and (high_c is None or key[2] <= high_c))
+
+
+def _joined(items: list[RegexNode], separator: RegexNode) -> list[RegexNode]:
+    out: list[RegexNode] = []
+    for k, item in enumerate(items):
+        if k:
+            out.append(separator)
+        out.append(item)
+    return out
+
+
+def _union_opt(a: ByteDFA | None, b: ByteDFA | None) -> ByteDFA | None:
+    if a is None or b is None:
+        return a or b
+    return union(a, b)
+
+
+def _int_low(bound) -> int | None:
+    if bound is None:
+        return None
+    value, exclusive = bound
+    low = math.ceil(value)
+    return low + 1 if exclusive and low == value else low
+
+
+def _int_high(bound) -> int | None:
+    if bound is None:
+        return None
+    value, exclusive = bound
+    high = math.floor(value)
+    return high - 1 if exclusive and high == value else high
+
+
+def _json_key(value: Any) -> str:
+    """Equality of JSON values as JSON Schema defines it (1 == 1.0, true != 1)."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return "n:" + str(Decimal(repr(value)).normalize()) if isinstance(value, float) else "n:" + str(Decimal(value).normalize())
+    if isinstance(value, list):
+        return "[" + ",".join(_json_key(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(json.dumps(k) + ":" + _json_key(v) for k, v in sorted(value.items())) + "}"
+    return json.dumps(value)
+
+
+def _unique(values: list[Any]) -> list[Any]:
+    seen, out = set(), []
+    for value in values:
+        key = _json_key(value)
+        if key not in seen:
+            seen.add(key)
+            out.append(value)
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _search_dfa(pattern: str) -> ByteDFA:
+    return build_byte_dfa(pattern_tree(pattern))
+
+
+def _search(pattern: str, name: str, loc: Loc) -> bool:
+    """Whether the property name contains a match of the pattern (patternProperties semantics)."""
+    try:
+        return _search_dfa(pattern).matches(name.encode("utf-8"))
+    except RegexError as err:
+        raise SchemaError(f"patternProperties key {pattern!r} cannot be compiled: {err.reason}", loc.pointer) from None
+
+
+@lru_cache(maxsize=1024)
+def _pattern_key_dfa_cached(pattern: str) -> ByteDFA:
+    return build_byte_dfa(seq(lit('"'), encode_chars(pattern_tree(pattern)), lit('"')))
+
+
+def _pattern_key_dfa(pattern: str, loc: Loc) -> ByteDFA:
+    try:
+        return _pattern_key_dfa_cached(pattern)
+    except RegexError as err:
+        raise SchemaError(f"patternProperties key {pattern!r} cannot be compiled: {err.reason}", loc.pointer) from None

@@ -1,0 +1,107 @@
+"""``format`` as regular languages over the decoded string (full match).
+
+Each entry follows its RFC; where a rule is not regular or is impractically large
+(a hostname's 253-byte total length) the tree is the closest *stricter-or-equal*
+language we can state and the difference is listed in :data:`FORMAT_NOTES`.
+Dates are exact, including month lengths and leap years (a finite rule over four
+year digits).
+"""
+
+from __future__ import annotations
+
+from ..regex import RegexNode, parse_regex
+
+__all__ = ["FORMATS", "FORMAT_NOTES"]
+
+_YEAR = r"\d{4}"
+_LEAP_YEAR = r"(?:\d\d(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
+_DATE = (
+    rf"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)"
+    rf"|02-(?:0[1-9]|1\d|2[0-8]))|{_LEAP_YEAR}-02-29)"
+)
+_OFFSET = r"(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)"
+_TIME = rf"(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?{_OFFSET}"
+_DEC_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_IPV4 = rf"{_DEC_OCTET}(?:\.{_DEC_OCTET}){{3}}"
+_H16 = r"[0-9A-Fa-f]{1,4}"
+_LS32 = rf"(?:{_H16}:{_H16}|{_IPV4})"
+_IPV6 = "(?:" + "|".join([
+    rf"(?:{_H16}:){{6}}{_LS32}",
+    rf"::(?:{_H16}:){{5}}{_LS32}",
+    rf"(?:{_H16})?::(?:{_H16}:){{4}}{_LS32}",
+    rf"(?:(?:{_H16}:){{0,1}}{_H16})?::(?:{_H16}:){{3}}{_LS32}",
+    rf"(?:(?:{_H16}:){{0,2}}{_H16})?::(?:{_H16}:){{2}}{_LS32}",
+    rf"(?:(?:{_H16}:){{0,3}}{_H16})?::{_H16}:{_LS32}",
+    rf"(?:(?:{_H16}:){{0,4}}{_H16})?::{_LS32}",
+    rf"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}",
+    rf"(?:(?:{_H16}:){{0,6}}{_H16})?::",
+]) + ")"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = rf"{_LABEL}(?:\.{_LABEL})*"
+# RFC 3986
+_PCT = r"%[0-9A-Fa-f]{2}"
+_UNRESERVED = r"A-Za-z0-9\-._~"
+_SUBDELIMS = r"!$&'()*+,;="
+_PCHAR = rf"(?:[{_UNRESERVED}{_SUBDELIMS}:@]|{_PCT})"
+_SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]*"
+_USERINFO = rf"(?:[{_UNRESERVED}{_SUBDELIMS}:]|{_PCT})*"
+_REG_NAME = rf"(?:[{_UNRESERVED}{_SUBDELIMS}]|{_PCT})*"
+_IP_LITERAL = rf"\[(?:{_IPV6}|v[0-9A-Fa-f]+\.[{_UNRESERVED}{_SUBDELIMS}:]+)\]"
+_AUTHORITY = rf"(?:{_USERINFO}@)?(?:{_IP_LITERAL}|{_IPV4}|{_REG_NAME})(?::\d*)?"
+_PATH_ABEMPTY = rf"(?:/{_PCHAR}*)*"
+_PATH_ABSOLUTE = rf"/(?:{_PCHAR}+(?:/{_PCHAR}*)*)?"
+_PATH_ROOTLESS = rf"{_PCHAR}+(?:/{_PCHAR}*)*"
+_PATH_NOSCHEME = rf"(?:[{_UNRESERVED}{_SUBDELIMS}@]|{_PCT})+(?:/{_PCHAR}*)*"
+_QUERY = rf"(?:\?(?:{_PCHAR}|[/?])*)?"
+_FRAGMENT = rf"(?:#(?:{_PCHAR}|[/?])*)?"
+_HIER = rf"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_ROOTLESS}|)"
+_URI = rf"{_SCHEME}:{_HIER}{_QUERY}{_FRAGMENT}"
+_RELATIVE = rf"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_NOSCHEME}|){_QUERY}{_FRAGMENT}"
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
+_EMAIL = rf"{_ATEXT}+(?:\.{_ATEXT}+)*@(?:{_HOSTNAME}|\[{_IPV4}\])"
+_DURATION = (
+    r"P(?:(?:\d+Y(?:\d+M)?(?:\d+D)?|\d+M(?:\d+D)?|\d+D)(?:T(?:\d+H(?:\d+M)?(?:\d+S)?|\d+M(?:\d+S)?|\d+S))?"
+    r"|T(?:\d+H(?:\d+M)?(?:\d+S)?|\d+M(?:\d+S)?|\d+S)|\d+W)"
+)
+_UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+_JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
+
+_SOURCES: dict[str, str] = {
+    "date-time": rf"{_DATE}[Tt]{_TIME}",
+    "date": _DATE,
+    "time": _TIME,
+    "duration": _DURATION,
+    "email": _EMAIL,
+    "hostname": _HOSTNAME,
+    "ipv4": _IPV4,
+    "ipv6": _IPV6,
+    "uri": _URI,
+    "uri-reference": rf"(?:{_URI}|{_RELATIVE})",
+    "iri": _URI,
+    "iri-reference": rf"(?:{_URI}|{_RELATIVE})",
+    "uuid": _UUID,
+    "json-pointer": _JSON_POINTER,
+    "relative-json-pointer": rf"(?:0|[1-9]\d*)(?:#|{_JSON_POINTER})",
+}
+
+FORMAT_NOTES: dict[str, str] = {
+    "hostname": "labels of 1-63 characters are enforced, the 253-character total is not",
+    "email": "dot-atom local parts and hostname or [IPv4] domains (no quoted local parts)",
+    "iri": "ASCII URIs only (no non-ASCII characters)",
+    "iri-reference": "ASCII URI references only",
+}
+
+
+class _LazyFormats(dict):
+    """Format name -> code-point tree, parsed on first use (most schemas use none)."""
+
+    def __missing__(self, name: str) -> RegexNode:
+        tree = parse_regex(_SOURCES[name])
+        self[name] = tree
+        return tree
+
+    def __contains__(self, name: object) -> bool:
+        return name in _SOURCES
+
+
+FORMATS: dict[str, RegexNode] = _LazyFormats()

@@ -1,0 +1,250 @@
+"""JSON numbers as regular languages: exact ranges and ``multipleOf``.
+
+Integers are written canonically (``0``, ``-?[1-9][0-9]*``: no leading zeros, no
+``-0``).  Bounded numbers have no exponent (the range check is done on the
+decimal digits, which an exponent would shift); unbounded numbers take the full
+JSON syntax.  Ranges are exact for any decimal bound: ``x >= 2.5`` is built digit
+by digit, not approximated.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import numpy as np
+
+from ...automata.byte_dfa import ByteDFA, build_byte_dfa
+from ...automata.dfa_ops import difference, dfa_from_table, intersect
+from ..regex import Automaton, RegexNode
+from .trees import DIGIT, NONZERO, NOTHING, alt, cls, lit, opt, plus, seq, star
+
+__all__ = ["integer_tree", "number_tree", "multiple_of_dfa", "INTEGER", "NUMBER"]
+
+_NATURAL = alt(lit("0"), seq(NONZERO, star(DIGIT)))
+_FRACTION = seq(lit("."), plus(DIGIT))
+_EXPONENT = seq(cls(("e", "e"), ("E", "E")), opt(cls(("+", "+"), ("-", "-"))), plus(DIGIT))
+INTEGER: RegexNode = seq(opt(lit("-")), _NATURAL)
+NUMBER: RegexNode = seq(opt(lit("-")), _NATURAL, opt(_FRACTION), opt(_EXPONENT))
+_MAX_MODULUS = 4096  # multipleOf automata have one state per remainder
+
+
+def integer_tree(low: int | None, high: int | None) -> RegexNode:
+    """Canonical integers in ``[low, high]`` (None: unbounded)."""
+    if low is not None and high is not None and low > high:
+        return NOTHING
+    parts = []
+    if high is None or high >= 0:
+        parts.append(_naturals(max(low, 0) if low is not None else 0, high))
+    if low is None or low < 0:
+        top = -low if low is not None else None
+        bottom = max(1, -high) if high is not None else 1
+        if top is None or bottom <= top:
+            parts.append(seq(lit("-"), _naturals(bottom, top)))
+    return alt(*parts)
+
+
+def number_tree(low: Decimal | None, high: Decimal | None, low_exclusive: bool, high_exclusive: bool) -> RegexNode:
+    """JSON numbers (no exponent) whose value lies in the interval; exact."""
+    if low is None and high is None:
+        return NUMBER
+    if low is not None and high is not None and (low > high or (low == high and (low_exclusive or high_exclusive))):
+        return NOTHING
+    parts = []
+    if high is None or high > 0 or (high == 0 and not high_exclusive):
+        lo = low if low is not None and low >= 0 else Decimal(0)
+        lo_excl = low_exclusive if low is not None and low >= 0 else False
+        parts.append(_bounded_magnitudes(lo, lo_excl, high, high_exclusive))
+    if low is None or low < 0:
+        hi = -high if high is not None and high <= 0 else Decimal(0)
+        hi_excl = high_exclusive if high is not None and high <= 0 else False
+        magnitudes = _bounded_magnitudes(hi, hi_excl, -low if low is not None else None, low_exclusive)
+        if magnitudes is not NOTHING:
+            positive = difference(build_byte_dfa(magnitudes), build_byte_dfa(_ZERO))
+            if positive is not None:
+                parts.append(seq(lit("-"), Automaton(positive)))
+    return alt(*parts)
+
+
+_ZERO = seq(lit("0"), opt(seq(lit("."), plus(lit("0")))))
+
+
+def _bounded_magnitudes(low: Decimal, low_excl: bool, high: Decimal | None, high_excl: bool) -> RegexNode:
+    """Non-negative decimals in the interval (``low >= 0``), no sign, no exponent."""
+    lower = _at_least(low, low_excl)
+    if high is None:
+        return lower
+    both = intersect(build_byte_dfa(lower), build_byte_dfa(_at_most(high, high_excl)))
+    return Automaton(both) if both is not None else NOTHING
+
+
+def _split(value: Decimal) -> tuple[int, str]:
+    """Integer part and fraction digits (no trailing zeros) of a non-negative decimal."""
+    text = format(value, "f")
+    whole, _, frac = text.partition(".")
+    return int(whole), frac.rstrip("0")
+
+
+def _at_least(value: Decimal, exclusive: bool) -> RegexNode:
+    whole, frac = _split(value)
+    return alt(seq(_naturals(whole + 1, None), opt(_FRACTION)), seq(lit(str(whole)), _fraction_at_least(frac, exclusive)))
+
+
+def _at_most(value: Decimal, exclusive: bool) -> RegexNode:
+    whole, frac = _split(value)
+    below = seq(_naturals(0, whole - 1), opt(_FRACTION)) if whole >= 1 else NOTHING
+    return alt(below, seq(lit(str(whole)), _fraction_at_most(frac, exclusive)))
+
+
+def _fraction_at_least(frac: str, exclusive: bool) -> RegexNode:
+    """Optional ``.digits`` part whose value (as 0.digits) is >= (or >) 0.frac."""
+    if not frac:
+        return seq(lit("."), star(DIGIT), NONZERO, star(DIGIT)) if exclusive else opt(_FRACTION)
+    branches = [seq(lit(frac[:k]), cls((str(int(frac[k]) + 1), "9")), star(DIGIT))
+                for k in range(len(frac)) if frac[k] != "9"]
+    tail = seq(star(DIGIT), NONZERO, star(DIGIT)) if exclusive else star(DIGIT)
+    branches.append(seq(lit(frac), tail))
+    return seq(lit("."), alt(*branches))
+
+
+def _fraction_at_most(frac: str, exclusive: bool) -> RegexNode:
+    """Optional ``.digits`` part whose value is <= (or <) 0.frac."""
+    if not frac:
+        return NOTHING if exclusive else opt(seq(lit("."), plus(lit("0"))))
+    branches = [seq(lit(frac[:k]), cls(("0", str(int(frac[k]) - 1))), star(DIGIT))
+                for k in range(len(frac)) if frac[k] != "0"]
+    branches += [lit(frac[:k]) for k in range(1, len(frac))]
+    if not exclusive:
+        branches.append(seq(lit(frac), star(lit("0"))))
+    return opt(seq(lit("."), alt(*branches)))
+
+
+def _naturals(low: int, high: int | None) -> RegexNode:
+    """Canonical non-negative integers in ``[low, high]``."""
+    if high is not None and low > high:
+        return NOTHING
+    low_text = str(low)
+    if high is None:
+        longer = seq(NONZERO, _digits(len(low_text)), star(DIGIT))
+        return alt(_same_length(low_text, "9" * len(low_text)), longer)
+    high_text = str(high)
+    if len(low_text) == len(high_text):
+        return _same_length(low_text, high_text)
+    parts = [_same_length(low_text, "9" * len(low_text))]
+    for length in range(len(low_text) + 1, len(high_text)):
+        parts.append(seq(NONZERO, _digits(length - 1)))
+    parts.append(_same_length("1" + "0" * (len(high_text) - 1), high_text))
+    return alt(*parts)
+
+
+def _digits(count: int) -> RegexNode:
+    return seq(*([DIGIT] * count))
+
+
+def _same_length(low: str, high: str) -> RegexNode:
+    """Digit strings of one length between ``low`` and ``high`` (inclusive, no sign)."""
+    if low == high:
+        return lit(low)
+    if len(low) == 1:
+        return cls((low, high))
+    if low[0] == high[0]:
+        return seq(lit(low[0]), _same_length(low[1:], high[1:]))
+    rest = len(low) - 1
+    if low[1:] == "0" * rest and high[1:] == "9" * rest:
+        return seq(cls((low[0], high[0])), _digits(rest))
+    parts = [seq(lit(low[0]), _same_length(low[1:], "9" * rest))]
+    if int(high[0]) - int(low[0]) >= 2:
+        parts.append(seq(cls((str(int(low[0]) + 1), str(int(high[0]) - 1))), _digits(rest)))
+    parts.append(seq(lit(high[0]), _same_length("0" * rest, high[1:])))
+    return alt(*parts)
+
+
+def multiple_of_dfa(step: Decimal, integer: bool) -> ByteDFA | None:
+    """Numbers (canonical, no exponent) that are multiples of ``step`` > 0.
+
+    ``step = a / 10**k`` with integer ``a``: a number ``I.F`` is a multiple iff the
+    integer ``I F[:k]`` (fraction padded with zeros) is divisible by ``a`` and the
+    fraction has only zeros after ``k`` digits.  One state per (remainder, number
+    of fraction digits read), so ``a`` is bounded by ``_MAX_MODULUS``; None when
+    the step is too fine for that.
+    """
+    sign, digits, exponent = step.normalize().as_tuple()
+    places = max(0, -int(exponent))
+    modulus = int(step * (10 ** places))
+    if modulus > _MAX_MODULUS or modulus <= 0:
+        return None
+    builder = _TableBuilder()
+    start = builder.state("start")
+    neg = builder.state("neg")
+    builder.edge(start, "-", neg)
+    zero = builder.state(("int", 0, True))
+    for origin in (start, neg):
+        builder.edge(origin, "0", zero)
+        for d in range(1, 10):
+            builder.edge(origin, str(d), builder.state(("int", d % modulus, False)))
+    builder.close(lambda key: _multiple_of_step(key, modulus, places, integer))
+    return builder.build(lambda key: _multiple_of_accepts(key, modulus, places))
+
+
+def _multiple_of_step(key, modulus: int, places: int, integer: bool) -> list[tuple[str, object]]:
+    """Outgoing (byte, key) pairs of one state of the multipleOf automaton."""
+    if key in ("start", "neg"):
+        return []
+    kind, rem, is_zero = key[0], key[1], key[2] if key[0] == "int" else False
+    out: list[tuple[str, object]] = []
+    if kind == "int":
+        if not is_zero:
+            out += [(str(d), ("int", (rem * 10 + d) % modulus, False)) for d in range(10)]
+        if not integer:
+            out.append((".", ("dot", rem, 0)))
+    elif kind in ("dot", "frac"):
+        read = key[2]
+        if read < places:
+            out += [(str(d), ("frac", (rem * 10 + d) % modulus, read + 1)) for d in range(10)]
+        else:
+            out.append(("0", ("frac", rem, read)))
+    return out
+
+
+def _multiple_of_accepts(key, modulus: int, places: int) -> bool:
+    """Accept when the digits read, padded with zeros to ``places`` fraction digits, are divisible."""
+    if key[0] == "int":
+        return key[1] * 10 ** places % modulus == 0
+    if key[0] == "frac":
+        return key[1] * 10 ** (places - key[2]) % modulus == 0
+    return False
+
+
+class _TableBuilder:
+    """Build a DFA from states named by hashable keys and a step function."""
+
+    def __init__(self) -> None:
+        self.keys: list = []
+        self.index: dict = {}
+        self.edges: dict[int, list[tuple[int, int]]] = {}
+
+    def state(self, key) -> int:
+        found = self.index.get(key)
+        if found is None:
+            found = self.index[key] = len(self.keys)
+            self.keys.append(key)
+        return found
+
+    def edge(self, source: int, char: str, target: int) -> None:
+        self.edges.setdefault(source, []).append((ord(char), target))
+
+    def close(self, step) -> None:
+        """Explore every state reachable through ``step(key) -> [(char, key)]``."""
+        done = 0
+        while done < len(self.keys):
+            key = self.keys[done]
+            for char, target_key in step(key):
+                self.edge(done, char, self.state(target_key))
+            done += 1
+
+    def build(self, accepts) -> ByteDFA | None:
+        trans = np.full((len(self.keys), 256), -1, dtype=np.int32)
+        for source, pairs in self.edges.items():
+            for byte, target in pairs:
+                trans[source, byte] = target
+        accepting = np.array([accepts(key) for key in self.keys], dtype=bool)
+        return dfa_from_table(trans, accepting, 0)

@@ -1,0 +1,361 @@
+"""A schema node flattened into one record of constraints, and ``allOf`` as merging.
+
+``allOf`` must be *merged*, not concatenated or intersected as text: two object
+schemas with different property lists describe the same object with its keys
+in one order, so the merged record lists the properties of both (first the
+earlier branch's) and keeps, for a key only one branch names, what the other
+branch says of keys it does not name (its ``patternProperties`` and
+``additionalProperties``: kept per branch in ``key_rules``).  Everything that
+is not a merge (``anyOf``, ``oneOf``, ``not``, conditionals, dependencies) stays
+as a list of pending combinators that the emitter expands one at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+from .document import Loc, SchemaDocument
+
+__all__ = ["Spec", "KeyRule", "spec_of", "merge", "TYPES"]
+
+TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
+_ANNOTATIONS = {
+    "$schema", "$id", "id", "$comment", "$defs", "definitions", "title", "description", "default", "examples",
+    "readOnly", "writeOnly", "deprecated", "contentEncoding", "contentMediaType", "contentSchema", "$anchor",
+    "$dynamicAnchor", "$vocabulary", "$recursiveAnchor", "example",
+}
+# Keywords we recognise; anything else in a schema is an unknown keyword (ignored, as validators do).
+_KNOWN = _ANNOTATIONS | {
+    "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties",
+    "propertyNames", "minProperties", "maxProperties", "items", "prefixItems", "additionalItems", "minItems",
+    "maxItems", "contains", "minContains", "maxContains", "uniqueItems", "anyOf", "oneOf", "allOf", "not", "if",
+    "then", "else", "dependentRequired", "dependentSchemas", "dependencies", "$ref", "minLength", "maxLength",
+    "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "unevaluatedProperties", "unevaluatedItems", "$recursiveRef", "$dynamicRef",
+}
+
+
+@dataclass(frozen=True)
+class KeyRule:
+    """What one merged branch says about keys it does not list in ``properties``."""
+
+    names: frozenset[str]          # the branch's own property names
+    patterns: tuple[tuple[str, Loc], ...]
+    additional: Loc | None         # None: any value (additionalProperties absent or true)
+
+
+@dataclass
+class Spec:
+    """All constraints on one JSON value, after merging ``allOf`` and ``$ref``."""
+
+    sources: list[Loc] = field(default_factory=list)
+    types: frozenset[str] | None = None
+    enums: list[list[Any]] = field(default_factory=list)
+    # objects
+    properties: dict[str, list[Loc]] = field(default_factory=dict)
+    required: set[str] = field(default_factory=set)
+    key_rules: list[KeyRule] = field(default_factory=list)
+    property_names: list[Loc] = field(default_factory=list)
+    min_properties: int = 0
+    max_properties: int | None = None
+    # arrays
+    prefix_items: list[list[Loc]] = field(default_factory=list)
+    rest_items: list[Loc] = field(default_factory=list)
+    prefix_len_limits: list[int] = field(default_factory=list)  # branches whose items stop after their prefix
+    min_items: int = 0
+    max_items: int | None = None
+    contains: list[tuple[Loc, int, int | None]] = field(default_factory=list)
+    unique_items: Loc | None = None
+    # strings
+    min_length: int = 0
+    max_length: int | None = None
+    patterns: list[tuple[str, Loc]] = field(default_factory=list)
+    formats: list[tuple[str, Loc]] = field(default_factory=list)
+    # numbers
+    minimum: tuple[Decimal, bool] | None = None
+    maximum: tuple[Decimal, bool] | None = None
+    multiples: list[tuple[Decimal, Loc]] = field(default_factory=list)
+    # pending combinators, expanded by the emitter
+    any_of: list[Loc] = field(default_factory=list)      # each: the Loc of an anyOf array
+    one_of: list[Loc] = field(default_factory=list)
+    nots: list[Loc] = field(default_factory=list)
+    conditionals: list[Loc] = field(default_factory=list)  # schemas holding if/then/else
+    dependencies: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, key, keyword)
+    unsupported: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, keyword, why)
+    impossible: bool = False
+    depth_limited: bool = False  # impossible only because recursion was unrolled to its bound
+
+    def without(self, **fields: Any) -> "Spec":
+        """A copy with some pending lists replaced (the emitter expands them one by one)."""
+        return replace(self, **fields)
+
+
+def spec_of(doc: SchemaDocument, loc: Loc, chain: tuple[str, ...] = (), max_recursion: int = 3) -> tuple[Spec, tuple[str, ...]]:
+    """The merged Spec of one schema, following ``$ref`` and ``allOf``.
+
+    ``chain`` lists the ``$ref`` targets expanded on the way down from the root;
+    a target met more than ``max_recursion`` times makes the spec impossible
+    (recursive schemas are unrolled to that depth).  Returns the chain extended
+    with the targets this node went through, for its children.
+    """
+    walk = _Walk(doc, list(chain), max_recursion)
+    spec = walk.absorb(Spec(), loc, frozenset())
+    return spec, tuple(walk.chain)
+
+
+class _Walk:
+    """One absorption: the reference chain so far and the recursion bound."""
+
+    def __init__(self, doc: SchemaDocument, chain: list[str], max_recursion: int) -> None:
+        self.doc = doc
+        self.chain = chain
+        self.max_recursion = max_recursion
+
+    def absorb(self, spec: Spec, loc: Loc, active: frozenset[str]) -> Spec:
+        """Merge the constraints of ``loc`` (and its ``$ref``/``allOf``) into ``spec``."""
+        node = loc.node
+        if node is True or node == {}:
+            return spec
+        if node is False:
+            spec.impossible = True
+            return spec
+        if not isinstance(node, dict):
+            raise loc.error(f"a schema must be an object or a boolean, got {type(node).__name__}")
+        ref_keyword = next((k for k in ("$ref", "$recursiveRef", "$dynamicRef") if k in node), None)
+        if ref_keyword is not None:
+            spec = self.follow(spec, loc, ref_keyword, active)
+            if self.doc.draft <= 7 or spec.impossible:
+                return spec  # before 2019-09, $ref overrides its siblings
+        spec.sources.append(loc)
+        _absorb_keywords(self.doc, spec, loc)
+        for i, _ in enumerate(node.get("allOf") or ()):
+            spec = self.absorb(spec, loc.child("allOf", i), active)
+        return spec
+
+    def follow(self, spec: Spec, loc: Loc, keyword: str, active: frozenset[str]) -> Spec:
+        target = self.doc.resolve(loc, loc.node[keyword], keyword)
+        key = target.base + "#" + target.pointer
+        if key in active:
+            raise loc.error(f"{keyword} {loc.node[keyword]!r} refers back to itself without any structure between", keyword)
+        if self.chain.count(key) >= self.max_recursion:
+            spec.impossible = True
+            spec.depth_limited = True
+            return spec
+        self.chain.append(key)
+        return self.absorb(spec, target, active | {key})
+
+
+def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
+    node = loc.node
+    _absorb_type(spec, loc)
+    if "enum" in node:
+        if not isinstance(node["enum"], list):
+            raise loc.error("enum must be an array", "enum")
+        spec.enums.append(list(node["enum"]))
+    if "const" in node:
+        spec.enums.append([node["const"]])
+    _absorb_object(doc, spec, loc)
+    _absorb_array(doc, spec, loc)
+    _absorb_string(spec, loc)
+    _absorb_number(spec, loc)
+    for keyword, target in (("anyOf", spec.any_of), ("oneOf", spec.one_of)):
+        if keyword in node:
+            if not isinstance(node[keyword], list) or not node[keyword]:
+                raise loc.error(f"{keyword} must be a non-empty array", keyword)
+            target.append(loc.child(keyword))
+    if "allOf" in node and (not isinstance(node["allOf"], list) or not node["allOf"]):
+        raise loc.error("allOf must be a non-empty array", "allOf")
+    if "not" in node:
+        spec.nots.append(loc.child("not"))
+    if "if" in node:
+        spec.conditionals.append(loc)
+    for keyword in ("unevaluatedProperties", "unevaluatedItems"):
+        if keyword in node and node[keyword] is not True and node[keyword] != {}:
+            spec.unsupported.append((loc, keyword, "depends on what other keywords evaluated"))
+
+
+def _absorb_type(spec: Spec, loc: Loc) -> None:
+    declared = loc.node.get("type")
+    if declared is None:
+        return
+    names = [declared] if isinstance(declared, str) else declared
+    if not isinstance(names, list) or not all(isinstance(n, str) and n in TYPES for n in names):
+        raise loc.error(f"type must be one of {', '.join(TYPES)} or a list of them, got {declared!r}", "type")
+    allowed = set(names)
+    if "number" in allowed:
+        allowed.add("integer")
+    spec.types = frozenset(allowed) if spec.types is None else spec.types & allowed
+
+
+def _count(loc: Loc, keyword: str) -> int | None:
+    value = loc.node.get(keyword)
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise loc.error(f"{keyword} must be a non-negative integer, got {value!r}", keyword)
+    return value
+
+
+def _absorb_object(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
+    node = loc.node
+    props = node.get("properties", {})
+    if not isinstance(props, dict):
+        raise loc.error("properties must be an object", "properties")
+    for name in props:
+        spec.properties.setdefault(name, []).append(loc.child("properties", name))
+    required = node.get("required", [])
+    if isinstance(required, list):
+        spec.required.update(r for r in required if isinstance(r, str))
+    elif required is not True and required is not False:  # draft-3 boolean 'required' is ignored by draft-4 validators
+        raise loc.error("required must be an array of strings", "required")
+    patterns = node.get("patternProperties", {})
+    if not isinstance(patterns, dict):
+        raise loc.error("patternProperties must be an object", "patternProperties")
+    additional = node.get("additionalProperties")
+    if patterns or (additional is not None and additional is not True and additional != {}):
+        spec.key_rules.append(KeyRule(
+            frozenset(props),
+            tuple((p, loc.child("patternProperties", p)) for p in patterns),
+            loc.child("additionalProperties") if additional is not None and additional is not True else None,
+        ))
+    if "propertyNames" in node:
+        spec.property_names.append(loc.child("propertyNames"))
+    low, high = _count(loc, "minProperties"), _count(loc, "maxProperties")
+    if low is not None:
+        spec.min_properties = max(spec.min_properties, low)
+    if high is not None:
+        spec.max_properties = high if spec.max_properties is None else min(spec.max_properties, high)
+    for keyword in ("dependentRequired", "dependentSchemas", "dependencies"):
+        value = node.get(keyword)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise loc.error(f"{keyword} must be an object", keyword)
+        for key in value:
+            spec.dependencies.append((loc, key, keyword))
+
+
+def _absorb_array(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
+    node = loc.node
+    items = node.get("items")
+    prefix_key = "prefixItems" if "prefixItems" in node else ("items" if isinstance(items, list) else None)
+    if prefix_key is not None:
+        prefix = node[prefix_key]
+        for i in range(len(prefix)):
+            if i == len(spec.prefix_items):
+                spec.prefix_items.append(list(spec.rest_items))  # earlier branches' rest applies here too
+            spec.prefix_items[i].append(loc.child(prefix_key, i))
+        rest_key = "items" if prefix_key == "prefixItems" else "additionalItems"
+        rest = loc.child(rest_key) if rest_key in node else None
+        for j in range(len(prefix), len(spec.prefix_items)):
+            if rest is not None:
+                spec.prefix_items[j].append(rest)
+        if rest is not None:
+            spec.rest_items.append(rest)
+    elif items is not None:
+        child = loc.child("items")
+        for slot in spec.prefix_items:
+            slot.append(child)
+        spec.rest_items.append(child)
+    low, high = _count(loc, "minItems"), _count(loc, "maxItems")
+    if low is not None:
+        spec.min_items = max(spec.min_items, low)
+    if high is not None:
+        spec.max_items = high if spec.max_items is None else min(spec.max_items, high)
+    if "contains" in node:
+        low_c = _count(loc, "minContains")
+        high_c = _count(loc, "maxContains")
+        spec.contains.append((loc.child("contains"), 1 if low_c is None else low_c, high_c))
+    if node.get("uniqueItems") is True:
+        spec.unique_items = loc
+
+
+def _absorb_string(spec: Spec, loc: Loc) -> None:
+    node = loc.node
+    low, high = _count(loc, "minLength"), _count(loc, "maxLength")
+    if low is not None:
+        spec.min_length = max(spec.min_length, low)
+    if high is not None:
+        spec.max_length = high if spec.max_length is None else min(spec.max_length, high)
+    if "pattern" in node:
+        if not isinstance(node["pattern"], str):
+            raise loc.error("pattern must be a string", "pattern")
+        spec.patterns.append((node["pattern"], loc))
+    if "format" in node and isinstance(node["format"], str):
+        spec.formats.append((node["format"], loc))
+
+
+def _decimal(loc: Loc, keyword: str) -> Decimal | None:
+    value = loc.node.get(keyword)
+    if value is None or isinstance(value, bool):
+        return None
+    if not isinstance(value, (int, float)):
+        raise loc.error(f"{keyword} must be a number, got {value!r}", keyword)
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+def _absorb_number(spec: Spec, loc: Loc) -> None:
+    node = loc.node
+    low, high = _decimal(loc, "minimum"), _decimal(loc, "maximum")
+    ex_low, ex_high = node.get("exclusiveMinimum"), node.get("exclusiveMaximum")
+    if isinstance(ex_low, bool):  # draft 4: a flag on minimum
+        bound_low = (low, ex_low) if low is not None else None
+    else:
+        bound_low = _tighter_low((low, False) if low is not None else None,
+                                 (_decimal(loc, "exclusiveMinimum"), True) if ex_low is not None else None)
+    if isinstance(ex_high, bool):
+        bound_high = (high, ex_high) if high is not None else None
+    else:
+        bound_high = _tighter_high((high, False) if high is not None else None,
+                                   (_decimal(loc, "exclusiveMaximum"), True) if ex_high is not None else None)
+    spec.minimum = _tighter_low(spec.minimum, bound_low)
+    spec.maximum = _tighter_high(spec.maximum, bound_high)
+    step = _decimal(loc, "multipleOf")
+    if step is not None:
+        if step <= 0:
+            raise loc.error("multipleOf must be greater than 0", "multipleOf")
+        spec.multiples.append((step, loc))
+
+
+def _tighter_low(a, b):
+    if a is None or b is None:
+        return a or b
+    if a[0] != b[0]:
+        return a if a[0] > b[0] else b
+    return (a[0], a[1] or b[1])
+
+
+def _tighter_high(a, b):
+    if a is None or b is None:
+        return a or b
+    if a[0] != b[0]:
+        return a if a[0] < b[0] else b
+    return (a[0], a[1] or b[1])
+
+
+def merge(doc: SchemaDocument, spec: Spec, loc: Loc, chain: tuple[str, ...], max_recursion: int) -> Spec:
+    """``spec`` AND the schema at ``loc`` (a fresh record; ``spec`` is not modified)."""
+    return _Walk(doc, list(chain), max_recursion).absorb(_deep_copy(spec), loc, frozenset())
+
+
+def _deep_copy(spec: Spec) -> Spec:
+    return replace(
+        spec,
+        sources=list(spec.sources), enums=list(spec.enums),
+        properties={k: list(v) for k, v in spec.properties.items()}, required=set(spec.required),
+        key_rules=list(spec.key_rules), property_names=list(spec.property_names),
+        prefix_items=[list(p) for p in spec.prefix_items], rest_items=list(spec.rest_items),
+        contains=list(spec.contains), patterns=list(spec.patterns), formats=list(spec.formats),
+        multiples=list(spec.multiples), any_of=list(spec.any_of), one_of=list(spec.one_of), nots=list(spec.nots),
+        conditionals=list(spec.conditionals), dependencies=list(spec.dependencies),
+        unsupported=list(spec.unsupported),
+    )
+
+
+def unknown_keywords(node: dict) -> list[str]:
+    """Keywords of a schema object that no draft defines (validators ignore them)."""
+    return [k for k in node if k not in _KNOWN]

@@ -1,0 +1,128 @@
+"""JSON strings: the encoded form of character languages, lengths, patterns and formats.
+
+A schema constrains the *decoded* string; the model writes the *encoded* one.
+:func:`encode_chars` maps a tree over code points to the tree of their JSON
+encodings, exactly as ``json.dumps(..., ensure_ascii=False)`` writes them: ``"``
+and ``\\`` escaped, control characters as ``\\n``-style short escapes or
+``\\u00XX`` (lower-case hex), everything else literal.  Other spellings of the same
+string (``\\u0041`` for ``A``, ``\\/``) are outside the compiled language, so each
+string has one text and a token mask never has to reason about equivalent forms.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ...automata.byte_dfa import build_byte_dfa
+from ...automata.dfa_ops import intersect
+from ..regex import Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, _Anchor, _Parser, _strip_anchors, normalize_ranges
+from .formats import FORMATS
+from .trees import EMPTY, NOTHING, alt, lit, rep, seq, star
+
+__all__ = ["encode_chars", "string_tree", "encoded_string", "ANY_CHAR", "pattern_tree"]
+
+ANY_CHAR: RegexNode = CharSet(((0, 0xD7FF), (0xE000, 0x10FFFF)))
+_SHORT_ESCAPES = {0x22: '\\"', 0x5C: "\\\\", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+_SPECIAL = tuple(range(0x20)) + (0x22, 0x5C)
+
+
+def _escape(code: int) -> str:
+    return _SHORT_ESCAPES.get(code) or f"\\u{code:04x}"
+
+
+@lru_cache(maxsize=4096)
+def _encode_charset(ranges: tuple[tuple[int, int], ...]) -> RegexNode:
+    """One character of ``ranges``, encoded: plain bytes, then the escapes grouped by prefix.
+
+    Grouping keeps the tree small (``\\`` once, then a class of short-escape
+    letters; ``\\u00`` once, then one class per leading hex digit), which matters
+    when the character is repeated ``maxLength`` times.
+    """
+    plain: list[tuple[int, int]] = []
+    specials: list[int] = []
+    for lo, hi in ranges:
+        start = lo
+        for code in _SPECIAL:
+            if lo <= code <= hi:
+                if start < code:
+                    plain.append((start, code - 1))
+                specials.append(code)
+                start = code + 1
+        if start <= hi:
+            plain.append((start, hi))
+    letters = sorted({_escape(c)[1] for c in specials if c in _SHORT_ESCAPES})
+    by_high: dict[str, list[str]] = {}
+    for code in specials:
+        if code not in _SHORT_ESCAPES:
+            text = _escape(code)
+            by_high.setdefault(text[4], []).append(text[5])
+    escapes = []
+    if letters:
+        escapes.append(seq(lit("\\"), CharSet(tuple((ord(c), ord(c)) for c in letters))))
+    if by_high:
+        escapes.append(seq(lit("\\u00"), alt(*(seq(lit(high), CharSet(normalize_ranges((ord(c), ord(c)) for c in lows)))
+                                               for high, lows in sorted(by_high.items())))))
+    parts = ([CharSet(tuple(plain))] if plain else []) + escapes
+    return alt(*parts)
+
+
+def encode_chars(node: RegexNode) -> RegexNode:
+    """The tree of the JSON-encoded forms of the strings of ``node`` (a code-point tree)."""
+    if isinstance(node, CharSet):
+        return _encode_charset(node.ranges)
+    if isinstance(node, Concat):
+        return Concat(tuple(encode_chars(item) for item in node.items))
+    if isinstance(node, Alt):
+        return Alt(tuple(encode_chars(item) for item in node.items))
+    if isinstance(node, Repeat):
+        return Repeat(encode_chars(node.item), node.min, node.max)
+    if isinstance(node, Graph):
+        return Graph(node.num_states, node.start, node.finals,
+                     tuple((a, encode_chars(item), b) for a, item, b in node.edges))
+    raise TypeError(f"cannot encode {type(node).__name__}")  # Automaton: already bytes
+
+
+def encoded_string(text: str) -> str:
+    """``json.dumps(text, ensure_ascii=False)``."""
+    return '"' + "".join(_escape(ord(c)) if ord(c) in _SHORT_ESCAPES or ord(c) < 0x20 else c for c in text) + '"'
+
+
+def pattern_tree(pattern: str) -> RegexNode:
+    """Code-point tree of the strings that *contain* a match of ``pattern`` (ECMA-262).
+
+    JSON Schema patterns are not anchored: ``"a"`` matches ``"cat"``.  Each
+    top-level alternative gets ``[\\s\\S]*`` on the sides where it has no ``^``/``$``.
+    """
+    parser = _Parser(pattern, "ecma", False, False)
+    tree = parser.parse()
+    branches = tree.items if isinstance(tree, Alt) else (tree,)
+    out = []
+    for branch in branches:
+        items = branch.items if isinstance(branch, Concat) else (branch,)
+        starts = bool(items) and isinstance(items[0], _Anchor) and items[0].kind == "^"
+        ends = bool(items) and isinstance(items[-1], _Anchor) and items[-1].kind == "$"
+        body = _strip_anchors(branch, True, True, parser)
+        out.append(seq(EMPTY if starts else star(ANY_CHAR), body, EMPTY if ends else star(ANY_CHAR)))
+    return alt(*out)
+
+
+def string_tree(min_length: int, max_length: int | None, patterns: list[str], formats: list[str]) -> RegexNode:
+    """The encoded JSON string (quotes included) meeting every constraint; NOTHING if none can."""
+    if max_length is not None and min_length > max_length:
+        return NOTHING
+    parts: list[RegexNode] = []
+    if min_length or max_length is not None:
+        parts.append(rep(ANY_CHAR, min_length, max_length))
+    parts += [pattern_tree(p) for p in patterns]
+    parts += [FORMATS[name] for name in formats]
+    if not parts:
+        return seq(lit('"'), encode_chars(star(ANY_CHAR)), lit('"'))
+    if len(parts) == 1:
+        return seq(lit('"'), encode_chars(parts[0]), lit('"'))
+    dfa = build_byte_dfa(encode_chars(parts[0]))
+    for part in parts[1:]:
+        dfa = intersect(dfa, build_byte_dfa(encode_chars(part)))
+        if dfa is None:
+            return NOTHING
+    return seq(lit('"'), Automaton(dfa), lit('"'))
+

@@ -1,0 +1,60 @@
+"""Small constructors for regex trees, so the schema compiler reads like the grammar it builds."""
+
+from __future__ import annotations
+
+from ..regex import EMPTY, Alt, CharSet, Concat, Repeat, RegexNode
+
+__all__ = ["lit", "cls", "seq", "alt", "opt", "star", "plus", "rep", "NOTHING", "DIGIT", "NONZERO", "EMPTY"]
+
+NOTHING: RegexNode = Alt(())  # the empty language: a branch that can never be taken
+
+
+def lit(text: str) -> RegexNode:
+    """The literal string ``text``."""
+    return Concat(tuple(CharSet(((ord(c), ord(c)),)) for c in text))
+
+
+def cls(*ranges: tuple[str | int, str | int]) -> RegexNode:
+    """One character from inclusive ranges given as characters or code points."""
+    return CharSet(tuple(sorted((_cp(lo), _cp(hi)) for lo, hi in ranges)))
+
+
+def seq(*items: RegexNode) -> RegexNode:
+    """Concatenation; any NOTHING item makes the whole sequence NOTHING."""
+    if any(item is NOTHING for item in items):
+        return NOTHING
+    return Concat(tuple(items))
+
+
+def alt(*items: RegexNode) -> RegexNode:
+    """Alternation, dropping NOTHING branches."""
+    kept = tuple(item for item in items if item is not NOTHING)
+    if not kept:
+        return NOTHING
+    return kept[0] if len(kept) == 1 else Alt(kept)
+
+
+def opt(item: RegexNode) -> RegexNode:
+    return EMPTY if item is NOTHING else Repeat(item, 0, 1)
+
+
+def star(item: RegexNode) -> RegexNode:
+    return EMPTY if item is NOTHING else Repeat(item, 0, None)
+
+
+def plus(item: RegexNode) -> RegexNode:
+    return NOTHING if item is NOTHING else Repeat(item, 1, None)
+
+
+def rep(item: RegexNode, low: int, high: int | None) -> RegexNode:
+    if item is NOTHING:
+        return EMPTY if low == 0 else NOTHING
+    return Repeat(item, low, high)
+
+
+def _cp(value: str | int) -> int:
+    return ord(value) if isinstance(value, str) else value
+
+
+DIGIT = cls(("0", "9"))
+NONZERO = cls(("1", "9"))
