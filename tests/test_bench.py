@@ -87,7 +87,8 @@ class Anything(Engine):
         return True
 
 
-FACTORIES = {"constrain": StandIn, "anything": Anything, "llguidance": LLGuidanceEngine}
+FACTORIES = {"constrain": StandIn, "anything": Anything, "llguidance": LLGuidanceEngine,
+             "constrain-json": ConstrainEngine}
 
 
 def _case(case_id: str, group: str, schema: object, values: list) -> Case:
@@ -115,7 +116,7 @@ def llama3(load_tokenizer):
 @pytest.fixture(scope="module")
 def engines(llama3):
     """Each engine set up once (setting up ours builds the Llama-3 token trie)."""
-    names = ["constrain", "anything"] + (["llguidance"] if optional_import("llguidance")[0] else [])
+    names = ["constrain", "anything", "constrain-json"] + (["llguidance"] if optional_import("llguidance")[0] else [])
     engines, skipped = set_up_engines(names, llama3, FACTORIES)
     assert not skipped
     return lambda *wanted: {name: engines[name] for name in wanted}
@@ -188,6 +189,23 @@ def test_peer_on_the_same_work(llama3, engines):
     ours = {r.case_id: r for r in run.results["constrain"]}
     assert ours["obj"].status == "compile_error" and ours["colors"].passed
     assert "| llguidance | 3 | 3 | 3 (100.0 %) | 0 | 0 | 0 / 0 / 0 |" in render_jsonschemabench(run)
+
+
+def test_our_json_schema_compiler_on_the_same_work(llama3, engines):
+    """The real ``compile_json_schema`` through the adapter: verdicts equal jsonschema's labels."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 12},
+                                               "tags": {"type": "array", "items": {"enum": ["a", "b"]},
+                                                        "maxItems": 2}},
+              "required": ["n"], "additionalProperties": False}
+    cases = [_case("obj", "ours", schema, [{"n": 3}, {"n": 12, "tags": ["a", "b"]}, {"n": 0}, {"n": 13},
+                                           {"tags": []}, {"n": 2, "tags": ["c"]}, {"n": 2, "tags": ["a", "a", "a"]},
+                                           {"n": 2, "x": 1}, [2]]),
+             _case("enum", "ours", {"enum": ["x", 1, None]}, ["x", 1, None, "y", 1.5])]
+    run = run_cases(cases, engines("constrain-json"), llama3, progress=False)
+    for case, result in zip(cases, run.results["constrain-json"]):
+        assert result.status == "ok", result.reason
+        assert [i.accepted for i in result.instances] == [i.valid for i in case.instances], case.id
+        assert result.passed
 
 
 def test_hanging_and_crashing_engines_are_cut_off(llama3, engines):
