@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from constrain.bench.engines import optional_import, timed
 from constrain.bench.report import (

@@ -68,7 +68,6 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,7 +80,6 @@ from _common import (  # noqa: E402
     hf_token_bytes,
     markdown_table,
     median,
-    optional_import,
     package_version,
     percentile,
     progress,

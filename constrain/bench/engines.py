@@ -20,7 +20,7 @@ import importlib
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [

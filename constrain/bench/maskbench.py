@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import ConstrainError
 from .data import Case, default_data_dir, even_sample
-from .engines import ADAPTERS, ENGINES, OURS, Engine, EngineUnavailable
+from .engines import ADAPTERS, ENGINES, Engine, EngineUnavailable
 from .tokens import hf_token_bytes
 
 __all__ = [
