@@ -87,14 +87,9 @@ from _common import (  # noqa: E402
     tokenizer_dir,
     write_json,
 )
-from bench_regex import (  # noqa: E402
-    ConstrainEngine,
-    Engine,
-    EngineUnavailable,
-    Harness,
-    LLGuidanceEngine,
-    XGrammarEngine,
-)
+from bench_regex import Harness  # noqa: E402
+
+from constrain.bench.engines import ADAPTERS, ConstrainEngine, Engine, EngineUnavailable  # noqa: E402
 
 __all__ = ["main"]
 
@@ -117,34 +112,12 @@ MAX_FAILURE_DETAILS = 200
 JSON_PERCENTILES = (1, 5, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.99)
 
 
-# -- engine adapters: bench_regex's, compiling the JSON grammar ----------------------------
-class ConstrainGrammar(ConstrainEngine):
-    def compile(self, compiler: Any, grammar: str) -> Any:
-        if grammar == JSON_GRAMMAR:
-            return compiler.compile_builtin("json")
-        return compiler.compile_grammar(grammar)
-
-
-class XGrammarJSON(XGrammarEngine):
-    def compile(self, compiler: Any, grammar: str) -> Any:
-        if grammar != JSON_GRAMMAR:
-            raise ValueError("only the JSON grammar is measured for xgrammar")
-        return compiler.compile_builtin_json_grammar()
-
-
-class LLGuidanceJSON(LLGuidanceEngine):
-    def compile(self, compiler: Any, grammar: str) -> Any:
-        if grammar != JSON_GRAMMAR:
-            raise ValueError("only the JSON grammar is measured for llguidance")
-        matcher_cls = self.llg.LLMatcher
-        text = matcher_cls.grammar_from_json_schema({}, defaults={"whitespace_flexible": True})
-        matcher = matcher_cls(self.tokenizer, text, log_level=0)
-        if matcher.is_error():
-            raise RuntimeError(matcher.get_error())
-        return matcher
-
-
-ADAPTERS = {"constrain": ConstrainGrammar, "xgrammar": XGrammarJSON, "llguidance": LLGuidanceJSON}
+# -- compiling: the adapters of constrain.bench.engines --------------------------------------
+def compile_for(engine: Engine, compiler: Any, grammar: str) -> Any:
+    """The engine's JSON grammar for ``JSON_GRAMMAR``, else a Lark grammar (ours only)."""
+    if grammar == JSON_GRAMMAR:
+        return engine.compile_json_grammar(compiler)
+    return engine.compile_grammar(compiler, grammar)
 
 
 # -- inputs --------------------------------------------------------------------------------
@@ -211,7 +184,7 @@ def compile_repeatedly(engine: Engine, grammar: str, repeats: int) -> tuple[list
     for _ in range(repeats):
         compiler = engine.fresh_compiler()
         gc.collect()
-        compiled, elapsed = timed(lambda: engine.compile(compiler, grammar))
+        compiled, elapsed = timed(lambda: compile_for(engine, compiler, grammar))
         seconds.append(elapsed)
     return seconds, compiled
 
@@ -264,7 +237,7 @@ def warm_up(engine: Engine, harness: Harness) -> None:
     if isinstance(engine, ConstrainEngine):
         jobs.insert(0, (WARMUP_GRAMMAR, WARMUP_TEXTS))
     for grammar, texts in jobs:
-        compiled = engine.compile(engine.fresh_compiler(), grammar)
+        compiled = compile_for(engine, engine.fresh_compiler(), grammar)
         for text in texts:
             matcher = engine.matcher(compiled)
             for token in harness.tok.encode(text, add_special_tokens=False):

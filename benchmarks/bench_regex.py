@@ -68,7 +68,6 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,7 +80,6 @@ from _common import (  # noqa: E402
     hf_token_bytes,
     markdown_table,
     median,
-    optional_import,
     package_version,
     percentile,
     progress,
@@ -91,10 +89,16 @@ from _common import (  # noqa: E402
     write_json,
 )
 
-__all__ = ["main"]
+from constrain.bench.engines import (  # noqa: E402
+    ADAPTERS,
+    ENGINES,
+    OURS,
+    ConstrainEngine,
+    Engine,
+    EngineUnavailable,
+)
 
-ENGINES = ("constrain", "xgrammar", "llguidance", "outlines")
-OURS = "constrain"
+__all__ = ["main"]
 #: A compile slower than this is measured once, not ``--repeats`` times.
 SLOW_COMPILE_S = 5.0
 #: How many differing tokens per step (and steps per engine and regex) the JSON keeps.
@@ -283,178 +287,6 @@ def tokenize(tok: Any, token_bytes: dict[int, bytes], text: str) -> list[int]:
     return greedy
 
 
-# -- engine adapters --------------------------------------------------------------------------
-class EngineUnavailable(Exception):
-    """The engine cannot run here (not installed, or its setup failed)."""
-
-
-class Engine:
-    """One engine: tokenizer setup, compile, matcher, mask fill, token acceptance."""
-
-    name = ""
-    distribution = ""
-
-    def __init__(self) -> None:
-        self.setup_s: dict[str, float] = {}
-
-    def setup(self, tok: Any, token_bytes: dict[int, bytes]) -> None:
-        raise NotImplementedError
-
-    def fresh_compiler(self) -> Any:
-        """Untimed: whatever a compile needs that must not be reused between compiles."""
-        return None
-
-    def compile(self, compiler: Any, pattern: str) -> Any:
-        raise NotImplementedError
-
-    def matcher(self, compiled: Any) -> Any:
-        raise NotImplementedError
-
-    def fill(self, matcher: Any, bitmask: Any) -> None:
-        raise NotImplementedError
-
-    def accept(self, matcher: Any, token_id: int) -> bool:
-        raise NotImplementedError
-
-
-class ConstrainEngine(Engine):
-    name = OURS
-    distribution = "constrain"
-
-    def setup(self, tok: Any, token_bytes: dict[int, bytes]) -> None:
-        from constrain import Compiler, Matcher, TokenizerInfo
-        from constrain.automata.token_trie import token_trie_for
-
-        self._compiler_cls, self._matcher_cls = Compiler, Matcher
-        self.info, self.setup_s["tokenizer_info"] = timed(lambda: TokenizerInfo.from_huggingface(tok))
-        _, self.setup_s["token_trie"] = timed(lambda: token_trie_for(self.info))
-
-    def fresh_compiler(self) -> Any:
-        return self._compiler_cls(self.info, cache_dir=False)
-
-    def compile(self, compiler: Any, pattern: str) -> Any:
-        return compiler.compile_regex(pattern)
-
-    def matcher(self, compiled: Any) -> Any:
-        return self._matcher_cls(compiled)
-
-    def fill(self, matcher: Any, bitmask: Any) -> None:
-        matcher.fill_next_token_bitmask(bitmask)
-
-    def accept(self, matcher: Any, token_id: int) -> bool:
-        return bool(matcher.accept_token(token_id))
-
-    def precompute_s(self, pattern: str) -> float:
-        compiled = self.compile(self.fresh_compiler(), pattern)
-        return timed(compiled.engine.precompute)[1]
-
-
-class XGrammarEngine(Engine):
-    name = "xgrammar"
-    distribution = "xgrammar"
-
-    def setup(self, tok: Any, token_bytes: dict[int, bytes]) -> None:
-        xgr, why = optional_import("xgrammar")
-        if xgr is None:
-            raise EngineUnavailable(why)
-        self.xgr = xgr
-        self.info, self.setup_s["tokenizer_info"] = timed(lambda: xgr.TokenizerInfo.from_huggingface(tok))
-        # xgrammar's default is 8 compile threads; do not oversubscribe a small machine.
-        self.threads = max(1, min(8, os.cpu_count() or 8))
-
-    def fresh_compiler(self) -> Any:
-        return self.xgr.GrammarCompiler(self.info, max_threads=self.threads, cache_enabled=False)
-
-    def compile(self, compiler: Any, pattern: str) -> Any:
-        return compiler.compile_regex(pattern)
-
-    def matcher(self, compiled: Any) -> Any:
-        return self.xgr.GrammarMatcher(compiled)
-
-    def fill(self, matcher: Any, bitmask: Any) -> None:
-        matcher.fill_next_token_bitmask(bitmask)
-
-    def accept(self, matcher: Any, token_id: int) -> bool:
-        return bool(matcher.accept_token(token_id))
-
-
-class LLGuidanceEngine(Engine):
-    name = "llguidance"
-    distribution = "llguidance"
-
-    def setup(self, tok: Any, token_bytes: dict[int, bytes]) -> None:
-        llg, why = optional_import("llguidance")
-        if llg is None:
-            raise EngineUnavailable(why)
-        llg_hf, why = optional_import("llguidance.hf")
-        llg_torch, why_torch = optional_import("llguidance.torch")
-        if llg_hf is None or llg_torch is None:
-            raise EngineUnavailable(why or why_torch)
-        self.llg, self.llg_torch = llg, llg_torch
-        self.tokenizer, self.setup_s["tokenizer"] = timed(lambda: llg_hf.from_tokenizer(tok))
-
-    def compile(self, compiler: Any, pattern: str) -> Any:
-        matcher_cls = self.llg.LLMatcher
-        matcher = matcher_cls(self.tokenizer, matcher_cls.grammar_from_regex(pattern), log_level=0)
-        if matcher.is_error():
-            raise RuntimeError(matcher.get_error())
-        return matcher
-
-    def matcher(self, compiled: Any) -> Any:
-        return compiled.deep_copy()
-
-    def fill(self, matcher: Any, bitmask: Any) -> None:
-        self.llg_torch.fill_next_token_bitmask(matcher, bitmask, 0)
-
-    def accept(self, matcher: Any, token_id: int) -> bool:
-        return bool(matcher.consume_token(token_id)) and not matcher.is_error()
-
-
-class OutlinesEngine(Engine):
-    name = "outlines"
-    distribution = "outlines-core"
-
-    def setup(self, tok: Any, token_bytes: dict[int, bytes]) -> None:
-        oc, why = optional_import("outlines_core")
-        if oc is None:
-            raise EngineUnavailable(why)
-        self.oc = oc
-        eos = tok.eos_token_id
-
-        def build() -> Any:
-            by_bytes: dict[bytes, list[int]] = {}
-            for token_id, data in token_bytes.items():
-                if token_id != eos and data:
-                    by_bytes.setdefault(data, []).append(token_id)
-            return oc.Vocabulary(eos, by_bytes)
-
-        self.vocabulary, self.setup_s["vocabulary"] = timed(build)
-
-    def compile(self, compiler: Any, pattern: str) -> Any:
-        return self.oc.Index(pattern, self.vocabulary)
-
-    def matcher(self, compiled: Any) -> Any:
-        return self.oc.Guide(compiled)
-
-    def fill(self, matcher: Any, bitmask: Any) -> None:
-        matcher.write_mask_into(bitmask.data_ptr(), bitmask.numel(), 4)
-
-    def accept(self, matcher: Any, token_id: int) -> bool:
-        try:
-            matcher.advance(token_id, return_tokens=False)
-        except ValueError:
-            return False
-        return True
-
-
-ADAPTERS: dict[str, Callable[[], Engine]] = {
-    "constrain": ConstrainEngine,
-    "xgrammar": XGrammarEngine,
-    "llguidance": LLGuidanceEngine,
-    "outlines": OutlinesEngine,
-}
-
-
 # -- measurement ----------------------------------------------------------------------------------
 @dataclass
 class Outcome:
@@ -548,7 +380,7 @@ def measure(
         compiler = engine.fresh_compiler()
         gc.collect()
         try:
-            compiled, seconds = timed(lambda: engine.compile(compiler, case.pattern))
+            compiled, seconds = timed(lambda: engine.compile_regex(compiler, case.pattern))
         except Exception as exc:  # a peer rejecting the regex is a finding, not a crash
             outcome.compile_error = f"{type(exc).__name__}: {exc}"[:300]
             break
@@ -612,7 +444,7 @@ def measure(
 
 def warm_up(engine: Engine, harness: Harness) -> None:
     """Compile and mask a throw-away regex so JIT/first-call costs are not timed later."""
-    compiled = engine.compile(engine.fresh_compiler(), r"[a-z]+( [a-z]+)*")
+    compiled = engine.compile_regex(engine.fresh_compiler(), r"[a-z]+( [a-z]+)*")
     bitmask = harness.bitmask()
     for text in ("warm up", "again"):
         matcher = engine.matcher(compiled)

@@ -3,6 +3,8 @@
 ``constrain generate``  constrained generation with a real model (hub id or local path);
 ``constrain demo``      the same with a tiny random model sized to a tokenizer: no weights
                         are downloaded, so it runs anywhere in seconds.
+``constrain bench``     ``jsonschemabench`` / ``test-suite``: JSON Schema engines side by side
+                        (:mod:`constrain.bench`).
 
 Errors in the user's input (a bad regex, a missing file, a tokenizer we cannot map)
 print one line on stderr and exit with status 2; nothing prints a traceback unless
@@ -150,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="generate with a tiny random model (no weights needed)")
     _add_generation_options(demo)
     demo.set_defaults(func=_cmd_demo)
+    from .bench.cli import add_bench_parser
+
+    add_bench_parser(sub)
     return parser
 
 
