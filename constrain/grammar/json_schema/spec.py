@@ -229,6 +229,16 @@ def _count(loc: Loc, keyword: str) -> int | None:
     return value
 
 
+def _tighten_counts(spec: Spec, loc: Loc, what: str, low_keyword: str, high_keyword: str) -> None:
+    """Merge a min/max count pair (``spec.min_<what>``/``max_<what>``): the tighter bound wins."""
+    low, high = _count(loc, low_keyword), _count(loc, high_keyword)
+    if low is not None:
+        setattr(spec, f"min_{what}", max(getattr(spec, f"min_{what}"), low))
+    if high is not None:
+        current = getattr(spec, f"max_{what}")
+        setattr(spec, f"max_{what}", high if current is None else min(current, high))
+
+
 def _absorb_object(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
     node = loc.node
     props = node.get("properties", {})
@@ -255,11 +265,7 @@ def _absorb_object(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
         ))
     if "propertyNames" in node:
         spec.property_names.append(loc.child("propertyNames"))
-    low, high = _count(loc, "minProperties"), _count(loc, "maxProperties")
-    if low is not None:
-        spec.min_properties = max(spec.min_properties, low)
-    if high is not None:
-        spec.max_properties = high if spec.max_properties is None else min(spec.max_properties, high)
+    _tighten_counts(spec, loc, "properties", "minProperties", "maxProperties")
     for keyword in ("dependentRequired", "dependentSchemas", "dependencies"):
         value = node.get(keyword)
         if value is None:
@@ -292,11 +298,7 @@ def _absorb_array(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
         for slot in spec.prefix_items:
             slot.append(child)
         spec.rest_items.append(child)
-    low, high = _count(loc, "minItems"), _count(loc, "maxItems")
-    if low is not None:
-        spec.min_items = max(spec.min_items, low)
-    if high is not None:
-        spec.max_items = high if spec.max_items is None else min(spec.max_items, high)
+    _tighten_counts(spec, loc, "items", "minItems", "maxItems")
     if "contains" in node:
         low_c = _count(loc, "minContains")
         high_c = _count(loc, "maxContains")
@@ -307,11 +309,7 @@ def _absorb_array(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
 
 def _absorb_string(spec: Spec, loc: Loc) -> None:
     node = loc.node
-    low, high = _count(loc, "minLength"), _count(loc, "maxLength")
-    if low is not None:
-        spec.min_length = max(spec.min_length, low)
-    if high is not None:
-        spec.max_length = high if spec.max_length is None else min(spec.max_length, high)
+    _tighten_counts(spec, loc, "length", "minLength", "maxLength")
     if "pattern" in node:
         if not isinstance(node["pattern"], str):
             raise loc.error("pattern must be a string", "pattern")
