@@ -326,3 +326,20 @@ def test_generate_regex_accepts_a_diffusion_model(masked_lm):
                            block_length=8, steps=4, mask_token_id=mask)
     assert len(texts) == 2
     assert all(regex.fullmatch(ecma_to_python_regex(pattern), t) for t in texts), texts
+
+
+def test_generate_json_accepts_a_diffusion_model(masked_lm):
+    """A JSON Schema compiles to a TokenDFA, so DINGO decodes it; outputs validate."""
+    import jsonschema
+
+    from constrain import generate_json
+
+    model, tokenizer, _, mask = masked_lm
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"},
+                                               "n": {"type": "integer", "minimum": 0, "maximum": 99}},
+              "required": ["ok", "n"], "additionalProperties": False}
+    values = generate_json(schema, ["Answer: ", "x"], model, tokenizer, whitespace="compact", diffusion=True,
+                           gen_length=24, block_length=8, steps=6, mask_token_id=mask)
+    assert len(values) == 2
+    for value in values:
+        jsonschema.validate(value, schema)
