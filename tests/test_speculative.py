@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import json
+
 import pytest
 import regex
 import torch
@@ -47,6 +49,9 @@ CONSTRAINTS = {
     "json_regex": ("regex", JSON_PERSON),
     "json_lark": ("builtin", "json"),
     "arith_lark": ("grammar", ARITH),
+    "json_schema": ("schema", json.dumps({
+        "type": "object", "additionalProperties": False, "required": ["name", "age"],
+        "properties": {"name": {"type": "string", "maxLength": 6}, "age": {"type": "integer", "minimum": 0}}})),
 }
 PROMPTS = ["Hello", "The answer is", "{", "Write it:"]
 
@@ -84,6 +89,8 @@ def compile_constraint(compiler: Compiler, kind: str, source: str):
         return compiler.compile_regex(source)
     if kind == "builtin":
         return compiler.compile_builtin(source)
+    if kind == "schema":
+        return compiler.compile_json_schema(source)
     return compiler.compile_grammar(source)
 
 
