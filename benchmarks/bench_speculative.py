@@ -45,6 +45,13 @@ JSON_REGEX = (r'\{"id": \d{1,6}, "name": "[a-z]{2,10}", "email": "[a-z]{2,8}@exa
 CONSTRAINTS = {
     "json-shaped regex": ("regex", JSON_REGEX),
     "free text regex": ("regex", r"[a-z]+( [a-z]+){5,12}\."),
+    "JSON Schema": ("schema", {"type": "object", "additionalProperties": False,
+                               "required": ["name", "email", "age", "tags"],
+                               "properties": {"name": {"type": "string", "maxLength": 12},
+                                              "email": {"type": "string", "format": "email"},
+                                              "age": {"type": "integer", "minimum": 0, "maximum": 130},
+                                              "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]},
+                                                       "maxItems": 3}}}),
     "lark json grammar": ("builtin", "json"),
 }
 PROMPTS = ["Here is the record:", "User profile as JSON:", "Output:", "The answer is", "Data:", "Result ->"]
@@ -79,7 +86,10 @@ def compile_all(info):
     compiler = Compiler(info)
     out = {}
     for name, (kind, source) in CONSTRAINTS.items():
-        out[name] = compiler.compile_regex(source) if kind == "regex" else compiler.compile_builtin(source)
+        if kind == "schema":
+            out[name] = compiler.compile_json_schema(source, whitespace="canonical")
+        else:
+            out[name] = compiler.compile_regex(source) if kind == "regex" else compiler.compile_builtin(source)
     return out
 
 
