@@ -506,8 +506,11 @@ class OracleIndenter:
         return paren == 0 and "$END" in _accepts(parser)
 
 
-def check_masks_along_random_walk(matcher, oracle, info, steps: int, seed: int) -> str | None:
+def check_masks_along_random_walk(matcher, oracle, info, steps: int, seed: int, start: bytes = b"") -> str | None:
     """Walk ``steps`` random allowed tokens, comparing the mask with ``oracle`` at each step.
+
+    The walk begins after the bytes ``start`` (fed to ``matcher`` here), so that tests
+    can reach states a random walk rarely finds, such as nested indentation.
 
     ``oracle`` has ``allowed_ids(prefix_bytes, special_ids)`` (:class:`RegexOracle`,
     :class:`GrammarOracle`).  Returns a description of the first mismatch, or None.
@@ -517,7 +520,9 @@ def check_masks_along_random_walk(matcher, oracle, info, steps: int, seed: int) 
 
     bitmask = np.zeros((1, (info.vocab_size + 31) // 32), dtype=np.int32)
     rng = random.Random(seed)
-    prefix = b""
+    prefix = start
+    if start and not matcher.accept_bytes(start):
+        return f"start {start!r} refused"
 
     def describe(ids):
         return [info.token_bytes[i] if i < info.num_tokens else i for i in sorted(ids)[:5]]
