@@ -546,3 +546,31 @@ def check_masks_along_random_walk(matcher, oracle, info, steps: int, seed: int, 
     if matcher.accept_token(forbidden) or matcher.num_steps != before:
         return f"forbidden token {info.token_bytes[forbidden]!r} accepted at {prefix!r}"
     return None
+
+
+def stdlib_python_files(include_tests: bool = True) -> list[str]:
+    """Paths of the running interpreter's standard-library ``.py`` files, sorted.
+
+    ``site-packages`` is left out (third-party code); ``include_tests=False`` also
+    leaves out the test packages (``test/``, ``tests/``, ``idle_test/``), which hold
+    deliberately invalid files such as ``badsyntax_*.py``.
+    """
+    import os
+    import sysconfig
+
+    root = sysconfig.get_paths()["stdlib"]
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "site-packages" and d != "__pycache__"
+                         and (include_tests or d not in ("test", "tests", "idle_test")))
+        found.extend(os.path.join(folder, name) for name in files if name.endswith(".py"))
+    return sorted(found)
+
+
+def force_tokens(matcher, token_ids: Sequence[int], eos_token_id: int) -> int | None:
+    """Feed ``token_ids`` then EOS with ``accept_token``; the index of the first refused
+    token (``len(token_ids)`` for EOS), or None when all are accepted."""
+    for index, token in enumerate(token_ids):
+        if not matcher.accept_token(token):
+            return index
+    return None if matcher.accept_token(eos_token_id) else len(token_ids)
