@@ -276,6 +276,8 @@ class GrammarOracle:
         self.boundaries = set(range(0x80)).union(*(_pattern_codepoints(src) for src in sources))
         symbols = {s for state in self.lark.parser.parser.parser.parse_table.states.values() for s in state}
         self.indenter = OracleIndenter(self.lark) if {"_INDENT", "_DEDENT"} <= symbols else None
+        #: text before the output: indentation-aware grammars start after a line break
+        self.lead = "" if self.indenter is None else "\n"
 
     # -- lexing ----------------------------------------------------------------
     def _partial(self, text: str) -> list[str]:
@@ -348,6 +350,7 @@ class GrammarOracle:
         if split is None:
             return False
         text, tail = split
+        text = self.lead + text
         if not tail:
             return self.is_viable_text(text, base)
         return any(self.is_viable_text(text + ch, base) for ch in _tail_candidates(tail, self.boundaries))
@@ -358,7 +361,7 @@ class GrammarOracle:
         except UnicodeDecodeError:
             return False
         if self.indenter is not None:
-            text += "\n"  # the end of input counts as one more line break at column 0
+            text = self.lead + text + "\n"  # the end of input counts as one more line break
         lexed = self._lex(text, self._start(), 0)
         if lexed is None:
             return False
@@ -385,7 +388,7 @@ class GrammarOracle:
         except UnicodeDecodeError:
             prefix_text = None
         if prefix_text is not None:
-            base = self._lex(prefix_text, self._start(), 0)
+            base = self._lex(self.lead + prefix_text, self._start(), 0)
             if base is None:
                 return set()
         allowed = {tid for tid, data in enumerate(self.token_bytes)
@@ -446,7 +449,7 @@ class OracleIndenter:
     """Python's indentation rules for :class:`GrammarOracle`, over lark's interactive parser.
 
     A ``_NEWLINE`` lexeme outside brackets becomes ``_NEWLINE`` then ``_INDENT`` or
-    ``_DEDENT``\\s by the indentation (in spaces) of the line it ends on; inside
+    ``_DEDENT`` tokens by the indentation (in spaces) of the line it ends on; inside
     brackets it is dropped.  A line with code indented by a tab or form feed, or
     deeper than ``max_column`` outside brackets, is an error.  States are
     ``(parser, open brackets, indentation stack)``.

@@ -72,7 +72,7 @@ _BRACKETS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 
 @dataclass(frozen=True)
 class IndentSpec:
-    """How an indentation-aware grammar (one that ``%declare``\s ``_INDENT _DEDENT``) is lexed.
+    """How an indentation-aware grammar (one that ``%declare _INDENT _DEDENT``) is lexed.
 
     The lexer splits ``_NEWLINE`` into one lexeme per indentation column of the
     line it ends on (``0 .. max_column``, then one for "deeper"), so that the lexer
@@ -494,8 +494,9 @@ class IndentGrammarEngine(GrammarEngine):
     followed by ``_INDENT`` (``c`` deeper than the current block; pushed) or one
     ``_DEDENT`` per block closed (``c`` must then equal an enclosing column); inside
     brackets it is dropped.  The end of the output counts as one more line break at
-    column 0 (so pending ``_DEDENT``\\s are emitted and a last line needs no newline):
-    EOS is allowed exactly when ``output + "\\n"`` is a complete program.
+    column 0 (so pending ``_DEDENT`` tokens are emitted and a last line needs no newline),
+    and its start as one before it: EOS is allowed exactly when ``"\\n" + output + "\\n"``
+    is a complete program.
 
     The postlexer only changes how completed lexemes reach the parser, so the mask
     store's rows (lexing only) are shared unchanged; the mask cache is keyed by
@@ -512,7 +513,10 @@ class IndentGrammarEngine(GrammarEngine):
 
     @property
     def initial_state(self):
-        return (self.lexer.start, IndentState(initial_stack(self.tables), 0, (0,)))
+        # The output starts after a virtual line break, so that the first line's
+        # indentation counts (CPython: "unexpected indent") and leading blank or
+        # comment lines are one newline lexeme, as everywhere else.
+        return self._lex((self.lexer.start, IndentState(initial_stack(self.tables), 0, (0,))), b"\n")
 
     def is_accepting(self, state, watch: list[int] | None = None) -> bool:
         moved = self._lex(state, b"\n", watch)
@@ -569,6 +573,6 @@ class IndentGrammarEngine(GrammarEngine):
 
 def grammar_engine(grammar: LarkGrammar, info, disk=None, max_ignore_len: int | None = None,
                    lexer: LexerDFA | None = None) -> GrammarEngine:
-    """The engine for ``grammar``: indentation-aware when it ``%declare``\\s ``_INDENT _DEDENT``."""
+    """The engine for ``grammar``: indentation-aware when it ``%declare`` ``_INDENT _DEDENT``."""
     cls = IndentGrammarEngine if IndentSpec.of(grammar) is not None else GrammarEngine
     return cls(grammar, info, disk, max_ignore_len, lexer)
