@@ -96,14 +96,6 @@ def test_stdlib_sample_accepted(llama3):
     assert not failures, failures
 
 
-#: CPython's checks after parsing that the grammar leaves out (see python.lark's header).
-COMPILER_CHECKS = ("cannot assign to", "cannot delete", "expression cannot contain assignment",
-                   "illegal target for annotation", "positional argument follows keyword argument",
-                   "non-default argument follows default argument", "starred assignment target",
-                   "multiple starred expressions", "cannot use starred expression here",
-                   "'tuple' is an illegal expression for augmented assignment")
-
-
 def _lark_python_parser():
     from lark import Lark
     from lark.indenter import Indenter
@@ -122,37 +114,30 @@ def _lark_python_parser():
 def test_tiny_model_writes_python(load_tokenizer):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    tokenizer = load_tokenizer("llama-2")  # 32k tokens: four times cheaper masks than Llama-3
+    tokenizer = load_tokenizer("llama-2")  # 32k tokens: masks four times cheaper than Llama-3's
     torch.manual_seed(5)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512)
     model = LlamaForCausalLM(config).eval()
-    # Favour line breaks, indentation and EOS so that random programs end within the budget.
+    # Favour line breaks, a few names and EOS so that random programs end within the budget.
     head = torch.nn.Linear(16, len(tokenizer), bias=True)
     with torch.no_grad():
         head.weight.copy_(model.lm_head.weight)
         head.bias.zero_()
-        for text in ("\n", "\n    ", ":\n    ", " = ", "x", "1"):
-            head.bias[tokenizer.encode(text, add_special_tokens=False)] = 4.0
-        head.bias[tokenizer.eos_token_id] = 2.0
+        head.bias[tokenizer.convert_tokens_to_ids(["<0x0A>", "\u2581x", "\u2581=", "\u2581y"])] = 5.0
+        head.bias[tokenizer.eos_token_id] = 3.0
     model.lm_head = head
     parser = _lark_python_parser()
-    finished, valid = [], 0
-    for seed in range(8):
+    finished = []
+    for seed in range(6):
         torch.manual_seed(seed)
         try:
-            text = generate_grammar("python", "# Python\n", model, tokenizer, do_sample=True, max_new_tokens=32)
+            text = generate_grammar("python", "# Python\n", model, tokenizer, do_sample=True, max_new_tokens=40)
         except ConstrainError as err:  # unfinished after max_new_tokens is fine here, anything else is not
             assert "before the output was complete" in str(err)
             continue
+        ast.parse(text)
         parser.parse(text + "\n")  # lark's own Indenter; the end of input is a line break
         finished.append(text)
-        try:
-            ast.parse(text)
-            valid += 1
-        except SyntaxError as err:
-            # The grammar is a superset of Python: which expressions may be assigned to
-            # and the order of arguments are checked by CPython after parsing.
-            assert any(check in err.msg for check in COMPILER_CHECKS), (text, err.msg)
-    assert len(finished) >= 3 and valid >= 2, finished
-    assert any(text.strip().count("\n") >= 1 for text in finished), finished
+    assert len(finished) >= 4, finished
+    assert sum("=" in text for text in finished) >= 2, finished
