@@ -15,9 +15,14 @@ the first refused token:
 * ``non-ASCII identifier``; ``parenthesised with-items``; ``indentation deeper than 80``;
 * ``other``: listed with file and line.
 
+With ``--masks N``, the first N of the (non-test, evenly spread) files are also
+forced with a mask at every step: ``fill_next_token_bitmask`` into a preallocated
+int32 numpy ``[1, words]`` buffer, timed with ``perf_counter_ns`` (p50/p99/max over
+all steps; the compiled grammar is shared, so first visits are counted).
+
 Usage::
 
-    python benchmarks/bench_python_stdlib.py [--limit N] [--no-tests] [--json OUT]
+    python benchmarks/bench_python_stdlib.py [--limit N] [--no-tests] [--masks N] [--json OUT]
 
 ``--limit N`` takes N files evenly spread over the sorted list.  Progress on stderr,
 a markdown report on stdout.
@@ -60,12 +65,39 @@ def categorise(source: str, offset: int, path: str) -> str:
     return "other"
 
 
+def mask_times(tok, info, compiled, count: int) -> None:
+    """Per-token mask time over ``count`` non-test modules (see the module docstring)."""
+    import numpy as np
+
+    from constrain import Matcher
+    from constrain.testing import stdlib_python_files
+
+    files = stdlib_python_files(include_tests=False)
+    files = [files[i * len(files) // count] for i in range(count)]
+    bitmask = np.zeros((1, (info.vocab_size + 31) // 32), dtype=np.int32)
+    times = []
+    for path in files:
+        ids = tok.encode(Path(path).read_text(encoding="utf-8"), add_special_tokens=False)
+        matcher = Matcher(compiled)
+        for token in ids:
+            start = time.perf_counter_ns()
+            matcher.fill_next_token_bitmask(bitmask)
+            times.append(time.perf_counter_ns() - start)
+            if not bitmask[0, token >> 5] >> (token & 31) & 1 or not matcher.accept_token(token):
+                progress(f"mask refuses {path} at {len(times)}")
+                break
+    p50, p99, p999 = np.percentile(times, [50, 99, 99.9]) / 1e3
+    print(f"mask time over {len(times):,} steps of {count} modules: p50 {p50:.1f} µs, p99 {p99:.0f} µs, "
+          f"p99.9 {p999:.0f} µs, max {max(times) / 1e3:.0f} µs\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--no-tests", action="store_true", help="leave out test packages")
     parser.add_argument("--tokenizer", default=None)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--masks", type=int, default=0, help="time masks on this many non-test files")
     args = parser.parse_args()
 
     from transformers import AutoTokenizer
@@ -76,6 +108,8 @@ def main() -> None:
     tok = AutoTokenizer.from_pretrained(str(tokenizer_dir(args.tokenizer)))
     info = TokenizerInfo.from_huggingface(tok)
     compiled = Compiler(info).compile_builtin("python")
+    if args.masks:
+        mask_times(tok, info, compiled, args.masks)
     files = stdlib_python_files(include_tests=not args.no_tests)
     if args.limit:
         files = [files[i * len(files) // args.limit] for i in range(min(args.limit, len(files)))]
