@@ -24,6 +24,12 @@ of the rows whose group the parser accepts: feed the sequence, then check that o
 of the remainder's terminals can follow.  Tokens crossing any number of lexeme
 boundaries are checked exactly this way, with the real parser; there is no
 over-approximation.
+
+**Indentation** (:class:`IndentGrammarEngine`, for grammars that ``%declare _INDENT
+_DEDENT``): the newline terminal is lexed as one lexeme per indentation column, so
+the store is unchanged, and a postlexer on the parser side turns completed newline
+lexemes into ``_NEWLINE``/``_INDENT``/``_DEDENT`` from the open-bracket count and the
+indent stack it keeps in the matcher state.
 """
 
 from __future__ import annotations
