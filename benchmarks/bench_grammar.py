@@ -30,7 +30,9 @@ Measurements:
 1. **compile**: per engine, the median of ``--repeats`` compiles of the JSON grammar,
    each with a fresh compiler and caches off (``cache_dir=False``,
    ``cache_enabled=False``).  ``constrain`` also compiles the Lark grammars of
-   ``tests/test_grammar_masks.py`` (``GRAMMARS``), when that module imports.
+   ``tests/test_grammar_masks.py`` (``GRAMMARS``), when that module imports, and
+   every built-in grammar (``json``, ``sql``, ``python``) cold (no disk cache) and
+   warm (LALR tables and lexer DFA from the disk cache, as in a second process).
 2. **mask**: one compiled grammar per engine (the last of its compiles, untouched)
    serves every document, so lazy work (our mask-store rows and mask cache,
    llguidance's lexer) is paid by the first documents that need it and counted.
@@ -280,6 +282,31 @@ def our_grammar_compiles(engine: Engine, repeats: int) -> tuple[dict[str, float]
     return result, "; ".join(errors)
 
 
+def builtin_compile_times(engine: Engine, repeats: int) -> dict[str, tuple[float, float]]:
+    """Median (cold, warm) compile seconds of each built-in grammar (ours only).
+
+    *cold*: a fresh ``Compiler`` with the disk cache off (``cache_dir=False``): lark's
+    LALR construction, the lexer DFA, the engine.  *warm*: a fresh ``Compiler`` on a
+    disk cache that already holds the grammar (LALR tables and lexer DFA loaded from
+    ``.npz``), as in a second process; the token trie is in it too.
+    """
+    import tempfile
+
+    from constrain.grammar.builtin import BUILTIN_GRAMMARS
+
+    compiler_cls = type(engine.fresh_compiler())
+    result = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for name in BUILTIN_GRAMMARS:
+            cold, warm = [], []
+            compiler_cls(engine.info, cache_dir=folder).compile_builtin(name)  # fills the disk cache
+            for _ in range(repeats):
+                cold.append(timed(lambda: compiler_cls(engine.info, cache_dir=False).compile_builtin(name))[1])
+                warm.append(timed(lambda: compiler_cls(engine.info, cache_dir=folder).compile_builtin(name))[1])
+            result[name] = (median(cold), median(warm))
+    return result
+
+
 # -- reporting ---------------------------------------------------------------------------------
 def _percentiles_us(values: Any, qs: tuple[float, ...]) -> list[float | None]:
     import numpy as np
@@ -509,10 +536,13 @@ def main(argv: list[str] | None = None) -> None:
             continue
         progress(f"    median {outcomes[name].compile_median_s * 1e3:.1f} ms")
     grammar_compiles: dict[str, float] = {}
+    builtin_compiles: dict[str, tuple[float, float]] = {}
     grammar_note = ""
     if OURS in names:
         progress("compiling tests/test_grammar_masks.py GRAMMARS: constrain")
         grammar_compiles, grammar_note = our_grammar_compiles(engines[OURS], args.repeats)
+        progress("compiling the built-in grammars, cold and warm: constrain")
+        builtin_compiles = builtin_compile_times(engines[OURS], args.repeats)
 
     # 2. masks, document by document, every engine in turn
     running = [n for n in names if n in compiled]
@@ -574,6 +604,10 @@ def main(argv: list[str] | None = None) -> None:
         f"wall {wall_s:.0f} s.  Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items())
     )
     print(report(names, skipped, outcomes, summary, documents, header, grammar_compiles, grammar_note))
+    if builtin_compiles:
+        print("\n### constrain: compile of the built-in grammars (ms, median; warm = from the disk cache)\n")
+        print(markdown_table(["grammar", "cold ms", "warm ms"],
+                             [[k, fmt(c * 1e3, 1), fmt(w * 1e3, 1)] for k, (c, w) in builtin_compiles.items()]))
 
     if args.json:
         payload = {
@@ -585,6 +619,7 @@ def main(argv: list[str] | None = None) -> None:
             "summary": summary,
             "grammar_compiles_ms": {k: v * 1e3 for k, v in grammar_compiles.items()},
             "grammar_compiles_note": grammar_note,
+            "builtin_compiles_ms": {k: {"cold": c * 1e3, "warm": w * 1e3} for k, (c, w) in builtin_compiles.items()},
             "results": {
                 name: {
                     "compile_s": outcomes[name].compile_s,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import ConstrainError
+from .grammar.builtin import BUILTIN_GRAMMARS
 
 __all__ = ["main"]
 
@@ -130,7 +131,7 @@ def _add_generation_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--regex", help="ECMA-262 regex the output must match in full")
     group.add_argument("--regex-file", help="file holding the regex")
     group.add_argument("--grammar", help="Lark grammar file (LALR(1)) the output must be a sentence of")
-    group.add_argument("--builtin", choices=["json", "sql"], help="a built-in grammar")
+    group.add_argument("--builtin", choices=list(BUILTIN_GRAMMARS), help="a built-in grammar")
     group.add_argument("--schema", help="JSON Schema file the output must validate against")
     parser.add_argument("--prompt", default="Output: ", help="prompt text")
     parser.add_argument("--tokenizer", help="tokenizer hub id or local path (default: the model's)")

@@ -172,7 +172,7 @@ class Compiler:
         """A GrammarEngine; LALR tables and lexer DFA come from the disk cache when present."""
         import lark
 
-        from .automata.grammar_engine import GrammarEngine, LexerDFA
+        from .automata.grammar_engine import LexerDFA, grammar_engine
         from .grammar.lark_grammar import LarkGrammar, load_lark_grammar
 
         key = content_key("lark-grammar", grammar, start, str(max_ignore_len), lark.__version__)
@@ -181,11 +181,11 @@ class Compiler:
             try:
                 parsed = LarkGrammar.from_arrays(grammar, start, {k[8:]: v for k, v in stored.items() if k.startswith("grammar.")})
                 lexer = LexerDFA.from_arrays({k[6:]: v for k, v in stored.items() if k.startswith("lexer.")})
-                return GrammarEngine(parsed, self.tokenizer_info, self._disk, max_ignore_len, lexer)
+                return grammar_engine(parsed, self.tokenizer_info, self._disk, max_ignore_len, lexer)
             except (KeyError, ValueError, IndexError):
                 pass  # an entry from another layout: rebuild it
         parsed = load_lark_grammar(grammar, start)
-        engine = GrammarEngine(parsed, self.tokenizer_info, self._disk, max_ignore_len)
+        engine = grammar_engine(parsed, self.tokenizer_info, self._disk, max_ignore_len)
         arrays = {**{f"grammar.{k}": v for k, v in parsed.to_arrays().items()},
                   **{f"lexer.{k}": v for k, v in engine.lexer.to_arrays().items()}}
         self._disk.save("grammar", key, arrays)
@@ -264,7 +264,11 @@ class Compiler:
         return compiled
 
     def compile_builtin(self, name: str) -> CompiledGrammar:
-        """Compile a grammar shipped with constrain: ``"json"`` (RFC 8259)."""
+        """Compile a grammar shipped with constrain: ``"json"`` (RFC 8259), ``"sql"`` or ``"python"``.
+
+        ``"python"`` is Python 3 with indentation (see :class:`IndentGrammarEngine`
+        in :mod:`constrain.automata.grammar_engine`).
+        """
         from .grammar.builtin import builtin_grammar
 
         return self.compile_grammar(builtin_grammar(name))

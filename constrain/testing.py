@@ -237,12 +237,16 @@ class GrammarOracle:
     """Brute-force mask of a Lark grammar under greedy (longest-match) lexing.
 
     Independent of the engine's automata: terminals are matched with the ``regex``
-    module (partial matching) and complete lexemes are fed to lark's own LALR
-    parser.  Lexing follows the engine's documented semantics: a lexeme grows while
-    some terminal can still match a longer string, ends at the first character that
-    no terminal can take, and is then the highest-ranked terminal matching it in
-    full (priority, string literals before regexes, name).  Lazy terminals are not
+    module (partial matching; case-sensitive string literals by a table of their
+    prefixes) and complete lexemes are fed to lark's own LALR parser.  Lexing
+    follows the engine's documented semantics: a lexeme grows while some terminal
+    can still match a longer string, ends at the first character that no terminal
+    can take, and is then the highest-ranked terminal matching it in full
+    (priority, string literals before regexes, name).  Lazy terminals are not
     supported here.
+
+    Grammars that ``%declare _INDENT _DEDENT`` get Python's indentation rules from
+    :class:`OracleIndenter`, written apart from the engine's postlexer.
     """
 
     def __init__(self, grammar_text: str, token_bytes: Sequence[bytes], eos_token_ids: Iterable[int],
@@ -254,27 +258,62 @@ class GrammarOracle:
         ranked = sorted(self.lark.terminals, key=lambda t: (-t.priority, type(t.pattern).__name__ == "PatternRE", t.name))
         sources = [_oracle_pattern(t.pattern) for t in ranked]
         self.terminals = [(t.name, regex.compile(src)) for t, src in zip(ranked, sources)]
+        self.rank = {t.name: i for i, t in enumerate(ranked)}
+        literals = {t.name: t.pattern.value for t in ranked
+                    if type(t.pattern).__name__ == "PatternStr" and "i" not in t.pattern.flags}
+        self.literal_of = {value: name for name, value in reversed(list(literals.items()))}
+        self.literal_prefixes: dict[str, list[str]] = {}
+        for name, value in literals.items():
+            for end in range(1, len(value) + 1):
+                self.literal_prefixes.setdefault(value[:end], []).append(name)
+        self.patterns = [(name, pattern) for name, pattern in self.terminals if name not in literals]
+        self._starts: dict[str, list] = {}
         self.ignored = set(self.lark.ignore_tokens)
         self.token_bytes = token_bytes
         self.eos_token_ids = sorted(set(eos_token_ids))
         # Characters at which a terminal's verdict can change: everything the patterns
         # mention (case classes included), so split multi-byte characters are decided exactly.
         self.boundaries = set(range(0x80)).union(*(_pattern_codepoints(src) for src in sources))
+        symbols = {s for state in self.lark.parser.parser.parser.parse_table.states.values() for s in state}
+        self.indenter = OracleIndenter(self.lark) if {"_INDENT", "_DEDENT"} <= symbols else None
+        #: text before the output: indentation-aware grammars start after a line break
+        self.lead = "" if self.indenter is None else "\n"
 
     # -- lexing ----------------------------------------------------------------
     def _partial(self, text: str) -> list[str]:
-        """Terminals that ``text`` is a prefix of (possibly complete)."""
-        return [name for name, pattern in self.terminals if pattern.fullmatch(text, partial=True)]
+        """Terminals that ``text`` is a prefix of (possibly complete).
+
+        A pattern is tried only when its partial match of the first character alone
+        succeeds (memoised): a necessary condition, since prefixes of a partial match
+        are partial matches.
+        """
+        first = text[0]
+        starts = self._starts.get(first)
+        if starts is None:
+            starts = self._starts[first] = [(name, pattern) for name, pattern in self.patterns
+                                            if pattern.fullmatch(first, partial=True)]
+        found = list(self.literal_prefixes.get(text, ()))
+        return found + [name for name, pattern in starts if pattern.fullmatch(text, partial=True)]
 
     def _complete(self, text: str) -> str | None:
         """The highest-ranked terminal matching ``text`` in full."""
-        return next((name for name, pattern in self.terminals if pattern.fullmatch(text)), None)
+        found = [name for name, pattern in self.patterns if pattern.fullmatch(text)]
+        if text in self.literal_of:
+            found.append(self.literal_of[text])
+        return min(found, key=self.rank.__getitem__, default=None)
+
+    def _start(self):
+        parser = self.lark.parse_interactive("")
+        return parser if self.indenter is None else self.indenter.start(parser)
+
+    def _feed(self, state, name: str, value: str):
+        """The parse state after a non-ignored lexeme, or None when the parser rejects it."""
+        if self.indenter is not None:
+            return self.indenter.feed(state, name, value)
+        return _shift(state, name, value)
 
     def _lex(self, text: str, parser, start: int):
         """Greedily lex ``text[start:]`` feeding lark; returns (parser, remainder start) or None."""
-        from lark import Token
-        from lark.exceptions import UnexpectedInput
-
         pos, end = start, start
         while end < len(text):
             if self._partial(text[pos : end + 1]):
@@ -284,10 +323,8 @@ class GrammarOracle:
             if name is None:
                 return None
             if name not in self.ignored:
-                parser = parser.copy()
-                try:
-                    parser.feed_token(Token(name, text[pos:end]))
-                except UnexpectedInput:
+                parser = self._feed(parser, name, text[pos:end])
+                if parser is None:
                     return None
             pos = end
         return parser, pos
@@ -295,13 +332,16 @@ class GrammarOracle:
     def _remainder_ok(self, parser, remainder: str) -> bool:
         if not remainder:
             return True
-        accepts = parser.accepts()
-        return any(name in self.ignored or name in accepts for name in self._partial(remainder))
+        names = self._partial(remainder)
+        if self.indenter is not None:
+            return any(name in self.ignored or self.indenter.can_follow(parser, name) for name in names)
+        accepts = _accepts(parser)
+        return any(name in self.ignored or name in accepts for name in names)
 
     def is_viable_text(self, text: str, base=None) -> bool:
         """Viability of ``text``; ``base`` = (parser, pos) from lexing a prefix of it (its
         completed lexemes are final under greedy lexing, so only the rest is re-lexed)."""
-        parser, start = base if base is not None else (self.lark.parse_interactive(""), 0)
+        parser, start = base if base is not None else (self._start(), 0)
         lexed = self._lex(text, parser, start)
         return lexed is not None and self._remainder_ok(lexed[0], text[lexed[1]:])
 
@@ -310,6 +350,7 @@ class GrammarOracle:
         if split is None:
             return False
         text, tail = split
+        text = self.lead + text
         if not tail:
             return self.is_viable_text(text, base)
         return any(self.is_viable_text(text + ch, base) for ch in _tail_candidates(tail, self.boundaries))
@@ -319,7 +360,9 @@ class GrammarOracle:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             return False
-        lexed = self._lex(text, self.lark.parse_interactive(""), 0)
+        if self.indenter is not None:
+            text = self.lead + text + "\n"  # the end of input counts as one more line break
+        lexed = self._lex(text, self._start(), 0)
         if lexed is None:
             return False
         parser, pos = lexed
@@ -329,15 +372,12 @@ class GrammarOracle:
             if name is None:
                 return False
             if name not in self.ignored:
-                from lark import Token
-                from lark.exceptions import UnexpectedInput
-
-                parser = parser.copy()
-                try:
-                    parser.feed_token(Token(name, remainder))
-                except UnexpectedInput:
+                parser = self._feed(parser, name, remainder)
+                if parser is None:
                     return False
-        return "$END" in parser.accepts()
+        if self.indenter is not None:
+            return self.indenter.at_end(parser)
+        return "$END" in _accepts(parser)
 
     def allowed_ids(self, prefix: bytes, special_ids: Iterable[int] = ()) -> set[int]:
         """Every token id ``t`` with ``prefix + bytes(t)`` viable, plus EOS when complete."""
@@ -348,7 +388,7 @@ class GrammarOracle:
         except UnicodeDecodeError:
             prefix_text = None
         if prefix_text is not None:
-            base = self._lex(prefix_text, self.lark.parse_interactive(""), 0)
+            base = self._lex(self.lead + prefix_text, self._start(), 0)
             if base is None:
                 return set()
         allowed = {tid for tid, data in enumerate(self.token_bytes)
@@ -358,8 +398,122 @@ class GrammarOracle:
         return allowed
 
 
-def check_masks_along_random_walk(matcher, oracle, info, steps: int, seed: int) -> str | None:
+#: ``_parser_key -> (parse table, accepts)``; holding the table keeps its id from being reused.
+_ACCEPTS_MEMO: dict[tuple, tuple] = {}
+
+
+def _parser_key(parser) -> tuple:
+    """What decides an interactive lark parser's future: its tables and its state stack."""
+    state = parser.parser_state
+    return id(state.parse_conf.parse_table), tuple(state.state_stack)
+
+
+def _accepts(parser) -> frozenset[str]:
+    """lark's ``parser.accepts()`` (one parser copy per terminal), memoised by :func:`_parser_key`."""
+    key = _parser_key(parser)
+    found = _ACCEPTS_MEMO.get(key)
+    if found is None:
+        if len(_ACCEPTS_MEMO) > 1 << 16:
+            _ACCEPTS_MEMO.clear()
+        found = _ACCEPTS_MEMO[key] = (parser.parser_state.parse_conf.parse_table, frozenset(parser.accepts()))
+    return found[1]
+
+
+_SHIFT_MEMO: dict[tuple, object] = {}
+
+
+def _shift(parser, name: str, value: str = ""):
+    """A copy of lark's interactive ``parser`` after ``Token(name, value)``, or None.
+
+    Memoised by :func:`_parser_key` and ``name`` (the value does not steer an LALR
+    parser); the results are never fed in place, so sharing them is safe.
+    """
+    from lark import Token
+    from lark.exceptions import UnexpectedInput
+
+    key = (_parser_key(parser), name)
+    if key in _SHIFT_MEMO:
+        return _SHIFT_MEMO[key][1]
+    if len(_SHIFT_MEMO) > 1 << 16:
+        _SHIFT_MEMO.clear()
+    result = parser.copy()
+    try:
+        result.feed_token(Token(name, value))
+    except UnexpectedInput:
+        result = None
+    _SHIFT_MEMO[key] = (parser.parser_state.parse_conf.parse_table, result)
+    return result
+
+
+class OracleIndenter:
+    """Python's indentation rules for :class:`GrammarOracle`, over lark's interactive parser.
+
+    A ``_NEWLINE`` lexeme outside brackets becomes ``_NEWLINE`` then ``_INDENT`` or
+    ``_DEDENT`` tokens by the indentation (in spaces) of the line it ends on; inside
+    brackets it is dropped.  A line with code indented by a tab or form feed, or
+    deeper than ``max_column`` outside brackets, is an error.  States are
+    ``(parser, open brackets, indentation stack)``.
+    """
+
+    def __init__(self, lark, max_column: int = 80) -> None:
+        self.max_column = max_column
+        self.bracket = {t.name: (1 if t.pattern.value in "([{" else -1) for t in lark.terminals
+                        if type(t.pattern).__name__ == "PatternStr" and t.pattern.value in ("(", "[", "{", ")", "]", "}")}
+        self._column_fits: dict[tuple, bool] = {}
+
+    def start(self, parser):
+        return (parser, 0, (0,))
+
+    def feed(self, state, name: str, value: str):
+        parser, paren, indents = state
+        if name != "_NEWLINE":
+            paren += self.bracket.get(name, 0)
+            parser = _shift(parser, name, value) if paren >= 0 else None
+            return None if parser is None else (parser, paren, indents)
+        if paren:
+            return state
+        last_line = value[value.rfind("\n") + 1:]
+        if last_line.strip(" "):
+            return None  # a tab or form feed in the indentation of a line with code
+        return self._newline(parser, indents, len(last_line))
+
+    def _newline(self, parser, indents: tuple, column: int):
+        parser = _shift(parser, "_NEWLINE", "\n")
+        if parser is None:
+            return None
+        if column > indents[-1]:
+            parser = _shift(parser, "_INDENT") if column <= self.max_column else None
+            return None if parser is None else (parser, 0, indents + (column,))
+        while column < indents[-1]:
+            parser, indents = _shift(parser, "_DEDENT"), indents[:-1]
+            if parser is None:
+                return None
+        return (parser, 0, indents) if column == indents[-1] else None
+
+    def can_follow(self, state, name: str) -> bool:
+        """Whether a lexeme of terminal ``name``, still growing, can come next."""
+        parser, paren, indents = state
+        if name != "_NEWLINE":
+            return name in _accepts(parser) and (paren > 0 or self.bracket.get(name, 0) >= 0)
+        # A further line break can always follow, so the column is still open.
+        if paren:
+            return True
+        key = (_parser_key(parser), indents)
+        if key not in self._column_fits:
+            self._column_fits[key] = any(self._newline(parser, indents, c) is not None
+                                         for c in range(self.max_column + 1))
+        return self._column_fits[key]
+
+    def at_end(self, state) -> bool:
+        parser, paren, _ = state
+        return paren == 0 and "$END" in _accepts(parser)
+
+
+def check_masks_along_random_walk(matcher, oracle, info, steps: int, seed: int, start: bytes = b"") -> str | None:
     """Walk ``steps`` random allowed tokens, comparing the mask with ``oracle`` at each step.
+
+    The walk begins after the bytes ``start`` (fed to ``matcher`` here), so that tests
+    can reach states a random walk rarely finds, such as nested indentation.
 
     ``oracle`` has ``allowed_ids(prefix_bytes, special_ids)`` (:class:`RegexOracle`,
     :class:`GrammarOracle`).  Returns a description of the first mismatch, or None.
@@ -369,7 +523,9 @@ def check_masks_along_random_walk(matcher, oracle, info, steps: int, seed: int) 
 
     bitmask = np.zeros((1, (info.vocab_size + 31) // 32), dtype=np.int32)
     rng = random.Random(seed)
-    prefix = b""
+    prefix = start
+    if start and not matcher.accept_bytes(start):
+        return f"start {start!r} refused"
 
     def describe(ids):
         return [info.token_bytes[i] if i < info.num_tokens else i for i in sorted(ids)[:5]]
@@ -393,3 +549,31 @@ def check_masks_along_random_walk(matcher, oracle, info, steps: int, seed: int) 
     if matcher.accept_token(forbidden) or matcher.num_steps != before:
         return f"forbidden token {info.token_bytes[forbidden]!r} accepted at {prefix!r}"
     return None
+
+
+def stdlib_python_files(include_tests: bool = True) -> list[str]:
+    """Paths of the running interpreter's standard-library ``.py`` files, sorted.
+
+    ``site-packages`` is left out (third-party code); ``include_tests=False`` also
+    leaves out the test packages (``test/``, ``tests/``, ``idle_test/``), which hold
+    deliberately invalid files such as ``badsyntax_*.py``.
+    """
+    import os
+    import sysconfig
+
+    root = sysconfig.get_paths()["stdlib"]
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "site-packages" and d != "__pycache__"
+                         and (include_tests or d not in ("test", "tests", "idle_test")))
+        found.extend(os.path.join(folder, name) for name in files if name.endswith(".py"))
+    return sorted(found)
+
+
+def force_tokens(matcher, token_ids: Sequence[int], eos_token_id: int) -> int | None:
+    """Feed ``token_ids`` then EOS with ``accept_token``; the index of the first refused
+    token (``len(token_ids)`` for EOS), or None when all are accepted."""
+    for index, token in enumerate(token_ids):
+        if not matcher.accept_token(token):
+            return index
+    return None if matcher.accept_token(eos_token_id) else len(token_ids)

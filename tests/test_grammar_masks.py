@@ -12,7 +12,7 @@ import zlib
 import pytest
 
 from constrain import Matcher
-from constrain.automata.grammar_engine import GrammarEngine
+from constrain.automata.grammar_engine import grammar_engine
 from constrain.compiler import CompiledGrammar
 from constrain.grammar.builtin import builtin_grammar
 from constrain.grammar.lark_grammar import load_lark_grammar
@@ -54,12 +54,13 @@ GRAMMARS = {
 }
 
 
-def _walk(info, grammar_text, steps, seed):
+def _walk(info, grammar_text, steps, seed, starts=(b"",)):
     grammar = load_lark_grammar(grammar_text)
-    compiled = CompiledGrammar(info, "grammar", grammar_text, GrammarEngine(grammar, info))
+    compiled = CompiledGrammar(info, "grammar", grammar_text, grammar_engine(grammar, info))
     oracle = GrammarOracle(grammar_text, info.token_bytes, info.eos_token_ids)
-    problem = check_masks_along_random_walk(Matcher(compiled), oracle, info, steps, seed)
-    assert problem is None, problem
+    for start in starts:
+        problem = check_masks_along_random_walk(Matcher(compiled), oracle, info, steps, seed, start)
+        assert problem is None, problem
 
 
 @pytest.mark.parametrize("tokenizer", ["llama-2", "llama-3"])
@@ -69,3 +70,26 @@ def test_grammar_mask_equals_oracle(infos, tokenizer, name):
     heavy = name.endswith("_builtin")
     steps = (3 if heavy else 4) if tokenizer == "llama-2" else (1 if heavy else 2)
     _walk(infos(tokenizer), GRAMMARS[name], steps=steps, seed=zlib.crc32(f"{tokenizer}/{name}".encode()))
+
+
+#: Python prefixes where indentation decides the mask: inside a block, right after a
+#: dedent, inside brackets spanning lines, at the end of a block (EOS pending
+#: DEDENTs), in a long string and after a line continuation.
+PYTHON_STARTS = [
+    b"class A(object):\n    def f(self, x=(1,\n            2)):\n        if x:\n            return x  # c\n\n",
+    b"if a:\n    if b:\n        y = 1\n    ",
+    b"def f():\n    x = [1,\n",
+    b"for i in range(3):\n    pass\n",
+    b's = """ab\'',
+    b"x = 1 \\\n",
+]
+
+
+@pytest.mark.parametrize("tokenizer", ["llama-2", "llama-3"])
+def test_python_grammar_mask_equals_oracle(infos, tokenizer):
+    """The built-in python grammar (indentation postlexer) against lark + an independent indenter."""
+    if tokenizer == "llama-2":  # about 3 s per oracle check on 32k tokens
+        starts, steps = PYTHON_STARTS[::2] + [PYTHON_STARTS[5]], 1
+    else:  # about 12 s per check on 128k tokens: two starts, the empty one and a dedent
+        starts, steps = [b"", PYTHON_STARTS[1]], 0
+    _walk(infos(tokenizer), builtin_grammar("python"), steps=steps, seed=zlib.crc32(tokenizer.encode()), starts=starts)

@@ -141,5 +141,8 @@ def load_lark_grammar(text: str, start: str = "start") -> LarkGrammar:
         for t in parser.terminals
     )
     parse_table = parser.parser.parser.parser.parse_table
-    tables = ParseTables.from_lark(parse_table, start, [t.name for t in terminals])
+    # Terminals without a pattern (``%declare _INDENT _DEDENT``) appear only in the
+    # table; lark spells terminals in upper case.
+    declared = {symbol for actions in parse_table.states.values() for symbol in actions if symbol.isupper()}
+    tables = ParseTables.from_lark(parse_table, start, sorted(declared | {t.name for t in terminals}))
     return LarkGrammar(text, start, terminals, frozenset(parser.ignore_tokens), tables)

@@ -6,7 +6,7 @@ from importlib import resources
 
 __all__ = ["BUILTIN_GRAMMARS", "builtin_grammar"]
 
-BUILTIN_GRAMMARS = ("json", "sql")
+BUILTIN_GRAMMARS = ("json", "sql", "python")
 
 
 def builtin_grammar(name: str) -> str:
