@@ -28,7 +28,7 @@ from .document import Loc, SchemaDocument
 from .formats import FORMAT_NOTES, FORMATS
 from .numbers import integer_tree, multiple_of_dfa, number_tree
 from .spec import KeyRule, Spec, _deep_copy, _Walk, spec_of
-from .strings import ANY_CHAR, encode_chars, encoded_string, pattern_tree, string_tree
+from .strings import ANY_CHAR, any_string_dfa, encode_chars, encoded_string, pattern_tree, string_tree
 from .trees import EMPTY, NOTHING, alt, cls, lit, opt, seq, star
 
 __all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES"]
@@ -296,7 +296,7 @@ class SchemaEmitter:
         if len(patterns) > 6:
             raise SchemaError("more than 6 patternProperties in one object are not supported",
                               (spec.key_rules[0].patterns[0][1].pointer or "#"))
-        all_keys = build_byte_dfa(seq(lit('"'), encode_chars(star(ANY_CHAR)), lit('"')))
+        all_keys = any_string_dfa()
         base_keys = all_keys
         if listed:
             base_keys = difference(all_keys, build_byte_dfa(alt(*(lit(encoded_string(n)) for n in sorted(listed)))))
@@ -331,7 +331,7 @@ class SchemaEmitter:
         if not spec.property_names:
             return None
         tree = self.value_of(spec.property_names, chain)
-        strings = build_byte_dfa(seq(lit('"'), encode_chars(star(ANY_CHAR)), lit('"')))
+        strings = any_string_dfa()
         names = intersect(strings, build_byte_dfa(tree)) if tree is not NOTHING else None
         return names if names is not None else _NO_NAMES
 
