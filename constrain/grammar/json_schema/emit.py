@@ -116,7 +116,8 @@ class SchemaEmitter:
             return self._one_of(spec, chain)
         if spec.nots:
             base = spec.without(nots=spec.nots[1:])
-            return self._minus(self.spec_tree(base, chain), self._merged_tree(base, spec.nots[0], chain))
+            removed = self._merged_tree(_unchecked(base), spec.nots[0], chain)
+            return self._minus(self.spec_tree(base, chain), removed)
         if spec.conditionals:
             return self._conditional(spec, chain)
         if spec.dependencies:
@@ -536,6 +537,18 @@ def _joined(items: list[RegexNode], separator: RegexNode) -> list[RegexNode]:
             out.append(separator)
         out.append(item)
     return out
+
+
+def _unchecked(spec: Spec) -> Spec:
+    """``spec`` without the source schemas its enum values are validated against.
+
+    The values a ``not`` removes are enum values of base ∧ negated schema; checking
+    them against the base's sources would check them against that very ``not``
+    (directly or through an ``allOf``), drop them all and remove nothing.  The
+    negated schema's own sources, absorbed afterwards, keep the removed set inside
+    its language, and the base tree it is subtracted from is checked in full.
+    """
+    return spec.without(sources=[])
 
 
 def _union_opt(a: ByteDFA | None, b: ByteDFA | None) -> ByteDFA | None:
