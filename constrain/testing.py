@@ -27,6 +27,7 @@ __all__ = [
     "GrammarOracle",
     "check_masks_along_random_walk",
     "Unserialisable",
+    "value_depth",
     "json_schema_instance_text",
     "load_jsonschemabench",
     "sample_jsonschemabench",
@@ -416,11 +417,12 @@ _STRUCTURAL = {"type", "properties", "patternProperties", "additionalProperties"
                *_COMBINATORS}
 
 
-def _value_depth(value) -> int:
+def value_depth(value) -> int:
+    """How many arrays/objects nest in ``value`` (0 for a scalar)."""
     if isinstance(value, dict):
-        return 1 + max(map(_value_depth, value.values()), default=0)
+        return 1 + max(map(value_depth, value.values()), default=0)
     if isinstance(value, list):
-        return 1 + max(map(_value_depth, value), default=0)
+        return 1 + max(map(value_depth, value), default=0)
     return 0
 
 
@@ -472,7 +474,7 @@ class _InstanceWriter:
     def write(self, value, node, chain: tuple[str, ...] = ()):
         views, chain = self.views(node, chain)
         if not any(_STRUCTURAL & view.keys() for view in views):
-            if _value_depth(value) > self.max_any_depth:
+            if value_depth(value) > self.max_any_depth:
                 raise Unserialisable("free-form value nested deeper than max_any_depth")
             return value
         if isinstance(value, (dict, list)) and any(k in view for view in views for k in _COMBINATORS):

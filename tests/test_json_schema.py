@@ -24,7 +24,7 @@ import pytest
 
 from constrain import Compiler, Matcher, SchemaError
 from constrain.grammar.json_schema import JsonSchemaOptions, schema_to_dfa
-from constrain.testing import bitmask_to_ids
+from constrain.testing import bitmask_to_ids, value_depth
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------------
@@ -95,14 +95,6 @@ def documented_text(schema, value) -> str:
         listed = [k for k in order if k in value]
         value = {k: value[k] for k in listed + [k for k in value if k not in order]}
     return text_of(value)
-
-
-def depth(value) -> int:
-    if isinstance(value, dict):
-        return 1 + max(map(depth, value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max(map(depth, value), default=0)
-    return 0
 
 
 def mismatches(schema, values):
@@ -328,7 +320,7 @@ REF_VALUES = ([1, 2, 3, 0, -1, "a", "abc", True, [], [1, 2], [0], [3], [True], [
 def test_references(name):
     values = REF_VALUES
     if name != "recursive tree":  # documented: free-form values nest at most max_any_depth (3) deep
-        values = [v for v in values if depth(v) <= 3]
+        values = [v for v in values if value_depth(v) <= 3]
     assert_agrees(REF_SCHEMAS[name], values)
 
 
