@@ -485,11 +485,32 @@ class _InstanceWriter:
             raise Unserialisable("bounded number that json.dumps writes with an exponent")
         if isinstance(value, float) and value.is_integer() and any(view.get("type") == "integer" for view in views):
             raise Unserialisable("integer written as a float (integers are canonical)")
+        if isinstance(value, str):
+            self.check_ecma_patterns(value, [view["pattern"] for view in views if isinstance(view.get("pattern"), str)])
         if isinstance(value, dict):
+            for view in views:
+                for key in value:
+                    self.check_ecma_patterns(key, [p for p in view.get("patternProperties") or {}])
             return self.write_object(value, views, chain)
         if isinstance(value, list):
             return self.write_array(value, views, chain)
         return value
+
+    @staticmethod
+    def check_ecma_patterns(text: str, patterns: list[str]) -> None:
+        """jsonschema (and hypothesis-jsonschema) search with Python's ``re``, whose ``\\d``,
+        ``\\w`` and ``\\s`` are Unicode; the spec's ECMA-262 classes are ASCII."""
+        import re
+
+        import regex
+
+        for pattern in patterns:
+            try:
+                ecma = regex.compile(ecma_to_python_regex(pattern))
+            except (regex.error, ValueError):
+                continue
+            if re.search(pattern, text) and not ecma.search(text):
+                raise Unserialisable("matches the pattern only under Python's Unicode classes, not ECMA-262's")
 
     def write_object(self, value: dict, views: list[dict], chain):
         import re
