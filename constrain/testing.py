@@ -26,6 +26,12 @@ __all__ = [
     "ids_to_bitmask",
     "GrammarOracle",
     "check_masks_along_random_walk",
+    "Unserialisable",
+    "value_depth",
+    "json_schema_instance_text",
+    "load_jsonschemabench",
+    "sample_jsonschemabench",
+    "json_ending_bias",
 ]
 
 # ECMA-262 classes written out for Python's regex engines.
@@ -577,3 +583,210 @@ def force_tokens(matcher, token_ids: Sequence[int], eos_token_id: int) -> int | 
         if not matcher.accept_token(token):
             return index
     return None if matcher.accept_token(eos_token_id) else len(token_ids)
+# -- JSON Schema helpers ------------------------------------------------------------------------------------------
+
+class Unserialisable(Exception):
+    """A valid instance the compiled grammar does not write, by a documented limit (the reason)."""
+
+
+_COMBINATORS = ("anyOf", "oneOf", "if", "dependentSchemas", "dependencies", "not")
+# Keywords that make a position more than a free-form value ($ref and allOf only
+# through the schemas they bring, which are views of their own).
+_STRUCTURAL = {"type", "properties", "patternProperties", "additionalProperties", "items", "prefixItems",
+               "additionalItems", "enum", "const", "required", "contains", "propertyNames",
+               "minProperties", "maxProperties", "minItems", "maxItems", "format", "pattern", "minLength",
+               "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+               *_COMBINATORS}
+
+
+def value_depth(value) -> int:
+    """How many arrays/objects nest in ``value`` (0 for a scalar)."""
+    if isinstance(value, dict):
+        return 1 + max(map(value_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(value_depth, value), default=0)
+    return 0
+
+
+class _InstanceWriter:
+    """Writes a valid instance as ``compile_json_schema`` documents its language:
+    ``json.dumps(..., ensure_ascii=False)`` with every object's keys in schema order
+    (``$ref`` target's, own, then ``allOf`` branches' ``properties``, then other
+    ``required`` names sorted, then the rest as given).  Raises :class:`Unserialisable`
+    where the documented language has no text for the value."""
+
+    def __init__(self, schema, max_recursion: int, max_any_depth: int) -> None:
+        self.root = schema
+        self.max_recursion = max_recursion
+        self.max_any_depth = max_any_depth
+        draft = str(schema.get("$schema", "")) if isinstance(schema, dict) else ""
+        self.ref_overrides = any(d in draft for d in ("draft-03", "draft-04", "draft-06", "draft-07"))
+
+    def resolve(self, ref: str):
+        if not ref.startswith("#"):
+            raise Unserialisable(f"non-local $ref {ref!r} (the writer follows JSON pointers only)")
+        node = self.root
+        for part in [p for p in ref[1:].split("/") if p]:
+            part = part.replace("~1", "/").replace("~0", "~")
+            try:
+                node = node[int(part)] if isinstance(node, list) else node[part]
+            except (KeyError, IndexError, ValueError, TypeError):
+                raise Unserialisable(f"$ref {ref!r} is not a JSON pointer of this document") from None
+        return node
+
+    def views(self, node, chain: tuple[str, ...]) -> tuple[list[dict], tuple[str, ...]]:
+        """The schema objects in force at one position, in the compiler's merge order."""
+        if not isinstance(node, dict):
+            return [], chain
+        out: list[dict] = []
+        if "$ref" in node:
+            ref = node["$ref"]
+            if chain.count(ref) >= self.max_recursion:
+                raise Unserialisable("recursion deeper than max_recursion")
+            target, chain = self.views(self.resolve(ref), chain + (ref,))
+            out += target
+            if self.ref_overrides:
+                return out, chain
+        out.append(node)
+        for branch in node.get("allOf") or ():
+            more, chain = self.views(branch, chain)
+            out += more
+        return out, chain
+
+    def write(self, value, node, chain: tuple[str, ...] = ()):
+        views, chain = self.views(node, chain)
+        if not any(_STRUCTURAL & view.keys() for view in views):
+            if value_depth(value) > self.max_any_depth:
+                raise Unserialisable("free-form value nested deeper than max_any_depth")
+            return value
+        if isinstance(value, (dict, list)) and any(k in view for view in views for k in _COMBINATORS):
+            raise Unserialisable("member order depends on which anyOf/oneOf/if/not/dependentSchemas branch applies")
+        if isinstance(value, float) and any(k in view for view in views for k in
+                                            ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                             "multipleOf")) and "e" in repr(value):
+            raise Unserialisable("bounded number that json.dumps writes with an exponent")
+        if isinstance(value, float) and value.is_integer() and any(view.get("type") == "integer" for view in views):
+            raise Unserialisable("integer written as a float (integers are canonical)")
+        if isinstance(value, str):
+            self.check_ecma_patterns(value, [view["pattern"] for view in views if isinstance(view.get("pattern"), str)])
+        if isinstance(value, dict):
+            for view in views:
+                for key in value:
+                    self.check_ecma_patterns(key, [p for p in view.get("patternProperties") or {}])
+            return self.write_object(value, views, chain)
+        if isinstance(value, list):
+            return self.write_array(value, views, chain)
+        return value
+
+    @staticmethod
+    def check_ecma_patterns(text: str, patterns: list[str]) -> None:
+        """jsonschema (and hypothesis-jsonschema) search with Python's ``re``, whose ``\\d``,
+        ``\\w`` and ``\\s`` are Unicode; the spec's ECMA-262 classes are ASCII."""
+        import re
+
+        import regex
+
+        for pattern in patterns:
+            try:
+                ecma = regex.compile(ecma_to_python_regex(pattern))
+            except (regex.error, ValueError):
+                continue
+            if re.search(pattern, text) and not ecma.search(text):
+                raise Unserialisable("matches the pattern only under Python's Unicode classes, not ECMA-262's")
+
+    def write_object(self, value: dict, views: list[dict], chain):
+        import re
+
+        order: list[str] = []
+        required: set[str] = set()
+        for view in views:
+            order += [k for k in view.get("properties") or {} if k not in order]
+            required.update(view.get("required") or ())
+        order += sorted(required - set(order))
+        out = {}
+        for key in [k for k in order if k in value] + [k for k in value if k not in order]:
+            children = []
+            for view in views:
+                if key in (view.get("properties") or {}):
+                    children.append(view["properties"][key])
+                    continue
+                matched = [s for p, s in (view.get("patternProperties") or {}).items() if re.search(p, key)]
+                children += matched
+                if not matched and "additionalProperties" in view:
+                    children.append(view["additionalProperties"])
+            out[key] = self.write(value[key], {"allOf": children} if children else True, chain)
+        return out
+
+    def write_array(self, value: list, views: list[dict], chain):
+        out = []
+        for index, item in enumerate(value):
+            children = []
+            for view in views:
+                prefix = view.get("prefixItems")
+                items = view.get("items")
+                if isinstance(items, list):  # draft 4-7 tuple form
+                    prefix, items = items, view.get("additionalItems")
+                if prefix is not None and index < len(prefix):
+                    children.append(prefix[index])
+                elif items is not None:
+                    children.append(items)
+            out.append(self.write(item, {"allOf": children} if children else True, chain))
+        return out
+
+
+def json_schema_instance_text(value, schema, *, max_recursion: int = 3, max_any_depth: int = 3) -> str:
+    """``value`` (valid against ``schema``) written the way ``compile_json_schema``'s language writes it.
+
+    Raises :class:`Unserialisable`, with the documented limit as its message, for a
+    value that language leaves out (recursion or free-form nesting deeper than the
+    limits, exponents in bounded numbers, lone surrogates) or whose member order is
+    not defined by the schema alone (objects under ``anyOf``/``oneOf``/``if``...).
+    """
+    import json
+
+    written = _InstanceWriter(schema, max_recursion, max_any_depth).write(value, schema)
+    text = json.dumps(written, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Unserialisable("a lone surrogate (not UTF-8)") from None
+    return text
+
+
+def load_jsonschemabench(folder) -> list[tuple[str, object, list]]:
+    """(id, schema, instances) of every row of JSONSchemaBench's ``*.jsonl`` files, in file order."""
+    import json
+    from pathlib import Path
+
+    rows = []
+    for path in sorted(Path(folder).glob("*.jsonl")):
+        with open(path, encoding="utf-8") as handle:
+            rows += [(row["id"], row["schema"], row.get("instances", [])) for row in map(json.loads, handle)]
+    return rows
+
+
+def sample_jsonschemabench(rows, count: int, seed: int, max_chars: int | None = None):
+    """A fixed sample: ``count`` rows drawn with ``seed``, schemas up to ``max_chars`` of JSON text."""
+    import json
+    import random
+
+    pool = [row for row in rows if max_chars is None or len(json.dumps(row[1])) <= max_chars]
+    return random.Random(seed).sample(pool, min(count, len(pool)))
+
+
+def json_ending_bias(token_bytes, eos_token_ids=(), boost: float = 8.0):
+    """A logits processor adding ``boost`` to EOS and to tokens that close a JSON string, array
+    or object (only punctuation, digits and spaces, with a quote or a closing bracket), so that a
+    tiny random model finishes its values within a few dozen tokens."""
+    import torch
+
+    allowed = set(b'"{}[],:0123456789 ')
+    ids = [i for i, data in enumerate(token_bytes) if data and set(data) <= allowed and set(data) & set(b'"}]')]
+    ids = torch.tensor(sorted(set(ids) | set(eos_token_ids)))
+
+    def processor(input_ids, scores):
+        scores = scores.clone()
+        scores[:, ids[ids < scores.shape[-1]]] += boost
+        return scores
+
+    return processor

@@ -121,6 +121,13 @@ def bound_runs(dfa: ByteDFA, loop_states: np.ndarray, run_bytes: bytes, max_run:
                 trans[here] = dfa.trans[state]
                 accepting[here] = dfa.accepting[state]
             trans[here, run] = chain[k + 1] if k + 1 < len(chain) else -1
+    # A run usually starts outside its loop state (an unminimized DFA enters the loop on
+    # the run's first byte): that byte counts too, so it leads to copy 1, not the loop.
+    targets = dfa.trans[:n][:, run]
+    entering = (targets >= 0) & loop_states[np.maximum(targets, 0)] & ~loop_states[:n, None]
+    rows, cols = np.nonzero(entering)
+    for row, col in zip(rows.tolist(), cols.tolist()):
+        trans[row, run[col]] = copy_id[int(targets[row, col])] if extra else -1
     return ByteDFA(np.ascontiguousarray(trans), accepting, dfa.start)
 
 

@@ -469,6 +469,8 @@ class _GraphBuilder:
         return self.index[key]
 
     def member(self, source: tuple, first: bool, target: tuple, node: RegexNode, node_id: int) -> None:
+        # The mid state belongs to one member language: keyed by the target alone, two
+        # members reaching the same target (capped counts) would take each other's edges.
         mid = self.state(("mid", node_id) + target)
         link = (self.state(source), -1, mid)
         if link not in self.member_edges:

@@ -1,0 +1,133 @@
+"""JSON Schema end to end on JSONSchemaBench schemas.
+
+* A tiny random Llama (Llama-3 vocabulary) under :func:`constrain.generate_json`:
+  every finished output validates with ``jsonschema`` (format checker on).
+* ``hypothesis-jsonschema`` instances of benchmark schemas, written the documented
+  way, are accepted token by token (Llama-3) with EOS at the end; instances the
+  documented language leaves out are counted with their reason.
+
+Fixed deterministic samples keep this under a minute; the full runs (200 schemas,
+a few hundred for hypothesis) are ``benchmarks/bench_generate_json.py``.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+
+import jsonschema
+import pytest
+import torch
+
+from conftest import shared_data_dir
+from constrain import Compiler, ConstrainError, Matcher, SchemaError, generate_json
+from constrain.testing import (Unserialisable, json_ending_bias, json_schema_instance_text, load_jsonschemabench,
+                               sample_jsonschemabench)
+from test_grammar_e2e import _tiny_llama
+
+GENERATE_SAMPLE, GENERATE_SEED = 18, 11
+HYPOTHESIS_SAMPLE, HYPOTHESIS_SEED = 30, 12
+MAX_CHARS = 600  # schemas of at most this much JSON text compile in well under a second
+
+
+def validator(schema):
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+@pytest.fixture(scope="module")
+def bench_rows():
+    data = shared_data_dir()
+    if data is None or not (data / "jsonschemabench").is_dir():
+        pytest.skip("jsonschemabench not found under the shared data directory (set $CONSTRAIN_DATA_DIR)")
+    return load_jsonschemabench(data / "jsonschemabench")
+
+
+@pytest.fixture(scope="module")
+def llama3(load_tokenizer, infos):
+    return load_tokenizer("llama-3"), infos("llama-3")
+
+
+def compile_sample(compiler, rows):
+    """Compiled grammars of the sample's rows; unsupported ones counted by reason."""
+    compiled, skipped = [], collections.Counter()
+    for schema_id, schema, instances in rows:
+        try:
+            compiled.append((schema_id, schema, instances, compiler.compile_json_schema(schema)))
+        except SchemaError as err:
+            skipped[err.reason.split(" (")[0][:60]] += 1
+    return compiled, skipped
+
+
+def test_tiny_model_outputs_validate(bench_rows, llama3):
+    tokenizer, info = llama3
+    model = _tiny_llama(len(tokenizer), seed=5)
+    compiler = Compiler(info, cache_dir=False)
+    rows = sample_jsonschemabench(bench_rows, GENERATE_SAMPLE, GENERATE_SEED, MAX_CHARS)
+    compiled, skipped = compile_sample(compiler, rows)
+    assert len(compiled) >= 12, (len(compiled), skipped)
+    bias = json_ending_bias(info.token_bytes, info.eos_token_ids)
+    finished, unfinished = 0, []
+    for index, (schema_id, schema, _, _) in enumerate(compiled):
+        torch.manual_seed(index)
+        try:
+            values = generate_json(schema, ["JSON:", "Answer:"], model, tokenizer, do_sample=True,
+                                   max_new_tokens=40, logits_processor=[bias])
+        except ConstrainError as err:  # only "ran out of max_new_tokens" may stop a schema here
+            assert "before the output was complete" in str(err), (schema_id, str(err))
+            unfinished.append(schema_id)
+            continue
+        for value in values:
+            errors = [e.message for e in validator(schema).iter_errors(value)]
+            assert not errors, (schema_id, value, errors)
+        finished += 1
+    print(f"{finished} of {len(compiled)} schemas finished, {len(unfinished)} ran out of tokens; "
+          f"skipped at compile: {dict(skipped)}")
+    assert finished >= len(compiled) // 2, unfinished
+
+
+def test_hypothesis_instances_accepted(bench_rows, llama3):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from hypothesis_jsonschema import from_schema
+
+    tokenizer, info = llama3
+    compiler = Compiler(info, cache_dir=False)
+    rows = sample_jsonschemabench(bench_rows, HYPOTHESIS_SAMPLE, HYPOTHESIS_SEED, MAX_CHARS)
+    compiled, skipped = compile_sample(compiler, rows)
+    eos = info.eos_token_ids[0]
+    counts, rejected = collections.Counter(), []
+
+    for schema_id, schema, _, grammar in compiled:
+        try:
+            strategy = from_schema(schema)
+        except Exception as err:  # hypothesis-jsonschema refuses some schemas (its own limits)
+            counts[f"hypothesis-jsonschema cannot generate: {type(err).__name__}"] += 1
+            continue
+
+        @settings(max_examples=5, deadline=None, database=None, derandomize=True,
+                  suppress_health_check=list(HealthCheck))
+        @given(st.data())
+        def check(data):
+            value = data.draw(strategy)
+            assert validator(schema).is_valid(value)  # the generator's own promise
+            try:
+                text = json_schema_instance_text(value, schema)
+            except Unserialisable as why:
+                counts[str(why)] += 1
+                return
+            matcher = Matcher(grammar)
+            ok = all(matcher.accept_token(t) for t in tokenizer.encode(text, add_special_tokens=False))
+            counts["accepted" if ok and matcher.accept_token(eos) else "REJECTED"] += 1
+            if not (ok and matcher.is_terminated()):
+                rejected.append((schema_id, text))
+
+        try:
+            check()
+        except Exception as err:
+            if "Unsatisfiable" not in type(err).__name__ and "FailedHealthCheck" not in type(err).__name__:
+                raise
+            counts[f"hypothesis gave up: {type(err).__name__}"] += 1
+    print(f"{len(compiled)} schemas compiled, skipped at compile: {dict(skipped)}; instances: {dict(counts)}")
+    assert not rejected, rejected[:5]
+    assert counts["accepted"] >= 40, counts
