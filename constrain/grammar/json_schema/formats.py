@@ -20,7 +20,10 @@ _DATE = (
     rf"|02-(?:0[1-9]|1\d|2[0-8]))|{_LEAP_YEAR}-02-29)"
 )
 _OFFSET = r"(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)"
-_TIME = rf"(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?{_OFFSET}"
+# A leap second (:60) is valid only at 23:59 UTC; checking that for any offset needs a
+# state per local minute (1,440), so only the zero offsets are allowed for it (stricter).
+_TIME = (rf"(?:(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?{_OFFSET}"
+         rf"|23:59:60(?:\.\d+)?(?:[Zz]|[+-]00:00))")
 _DEC_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _IPV4 = rf"{_DEC_OCTET}(?:\.{_DEC_OCTET}){{3}}"
 _H16 = r"[0-9A-Fa-f]{1,4}"
@@ -93,6 +96,8 @@ _SOURCES: dict[str, str] = {
 }
 
 FORMAT_NOTES: dict[str, str] = {
+    "time": "a leap second (:60) only as 23:59:60 with a zero offset",
+    "date-time": "a leap second (:60) only as 23:59:60 with a zero offset",
     "hostname": "labels of 1-63 characters are enforced, the 253-character total is not",
     "email": "dot-atom local parts and hostname or [IPv4] domains (no quoted local parts)",
     "iri": "ASCII URIs only (no non-ASCII characters)",
