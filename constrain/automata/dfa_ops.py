@@ -108,26 +108,26 @@ def bound_runs(dfa: ByteDFA, loop_states: np.ndarray, run_bytes: bytes, max_run:
     marked = np.nonzero(loop_states)[0]
     if marked.size == 0:
         return dfa
-    n = dfa.num_states
+    n, count, extra = dfa.num_states, marked.size, max_run  # copies 1..max_run of each marked state
     run = np.frombuffer(run_bytes, dtype=np.uint8)
-    extra = max_run  # copies 1..max_run of each marked state
-    copy_id = {int(s): n + i * extra for i, s in enumerate(marked.tolist())}
-    trans = np.concatenate([dfa.trans, np.full((marked.size * extra, 256), -1, dtype=np.int32)])
-    accepting = np.concatenate([dfa.accepting, np.zeros(marked.size * extra, dtype=bool)])
-    for state, base in copy_id.items():
-        chain = [state] + list(range(base, base + extra))
-        for k, here in enumerate(chain):
-            if k:
-                trans[here] = dfa.trans[state]
-                accepting[here] = dfa.accepting[state]
-            trans[here, run] = chain[k + 1] if k + 1 < len(chain) else -1
+    first_copy = np.full(n, -1, dtype=np.int32)  # marked state -> id of its copy 1 (-1: no run allowed)
+    if extra:
+        first_copy[marked] = n + np.arange(count, dtype=np.int32) * extra
+    # Copy k of marked state i is row n + i*extra + (k-1): its rows are the state's, except
+    # that run bytes lead to copy k+1 (none after the last).
+    copies = np.repeat(dfa.trans[marked][:, None, :], extra, axis=1)  # (count, extra, 256)
+    following = first_copy[marked][:, None] + np.arange(1, extra + 1, dtype=np.int32)[None, :]
+    following[:, -1:] = -1
+    copies[:, :, run] = following[:, :, None]
+    trans = np.concatenate([dfa.trans, copies.reshape(count * extra, 256)])
+    accepting = np.concatenate([dfa.accepting, np.repeat(dfa.accepting[marked], extra)])
+    trans[marked[:, None], run[None, :]] = first_copy[marked][:, None]
     # A run usually starts outside its loop state (an unminimized DFA enters the loop on
     # the run's first byte): that byte counts too, so it leads to copy 1, not the loop.
-    targets = dfa.trans[:n][:, run]
-    entering = (targets >= 0) & loop_states[np.maximum(targets, 0)] & ~loop_states[:n, None]
+    targets = dfa.trans[:, run]
+    entering = (targets >= 0) & loop_states[np.maximum(targets, 0)] & ~loop_states[:, None]
     rows, cols = np.nonzero(entering)
-    for row, col in zip(rows.tolist(), cols.tolist()):
-        trans[row, run[col]] = copy_id[int(targets[row, col])] if extra else -1
+    trans[rows, run[cols]] = first_copy[targets[rows, cols]]
     return ByteDFA(np.ascontiguousarray(trans), accepting, dfa.start)
 
 
