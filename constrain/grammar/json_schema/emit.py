@@ -25,7 +25,7 @@ from ...automata.dfa_ops import difference, intersect, union
 from ...errors import RegexError, SchemaError
 from ..regex import Automaton, Graph, RegexNode
 from .document import Loc, SchemaDocument
-from .formats import FORMAT_NOTES, FORMATS
+from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import integer_tree, multiple_of_dfa, number_tree
 from .spec import KeyRule, Spec, _deep_copy, _Walk, spec_of
 from .strings import ANY_CHAR, any_string_dfa, encode_chars, encoded_string, pattern_tree, string_tree
@@ -218,6 +218,8 @@ class SchemaEmitter:
                 formats.append(name)
                 if name in FORMAT_NOTES:
                     self.notes.append(f"{loc.pointer or '#'}/format: {name}: {FORMAT_NOTES[name]}")
+            elif name in UNENFORCEABLE_FORMATS:
+                self._unenforced(loc, "format", f"{name!r}: {UNENFORCEABLE_FORMATS[name]}")
             else:
                 self.notes.append(f"{loc.pointer or '#'}/format: unknown format {name!r} is an annotation (not checked)")
         patterns = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..regex import RegexNode, parse_regex
 
-__all__ = ["FORMATS", "FORMAT_NOTES"]
+__all__ = ["FORMATS", "FORMAT_NOTES", "UNENFORCEABLE_FORMATS"]
 
 _YEAR = r"\d{4}"
 _LEAP_YEAR = r"(?:\d\d(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
@@ -39,7 +39,12 @@ _IPV6 = "(?:" + "|".join([
     rf"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}",
     rf"(?:(?:{_H16}:){{0,6}}{_H16})?::",
 ]) + ")"
-_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+# Letters/digits/hyphens, 1-63 long, no hyphen at either end, and not "--" in the third
+# and fourth places (reserved for IDNA A-labels, "xn--", whose punycode is not regular to
+# check: refused, which is stricter than RFC 5891).
+_LD = r"[A-Za-z0-9]"
+_LABEL_TAIL = rf"(?:{_LD}(?:[A-Za-z0-9-]{{0,59}}{_LD})?|-{_LD}(?:[A-Za-z0-9-]{{0,58}}{_LD})?)"  # places 3..63
+_LABEL = rf"{_LD}(?:{_LD}|[A-Za-z0-9-]{_LABEL_TAIL})?"
 _HOSTNAME = rf"{_LABEL}(?:\.{_LABEL})*"
 # RFC 3986
 _PCT = r"%[0-9A-Fa-f]{2}"
@@ -95,10 +100,18 @@ _SOURCES: dict[str, str] = {
     "relative-json-pointer": rf"(?:0|[1-9]\d*)(?:#|{_JSON_POINTER})",
 }
 
+# Formats the spec defines that no regular language checks exactly: refused in strict mode.
+UNENFORCEABLE_FORMATS: dict[str, str] = {
+    "regex": "whether a string is a valid ECMA-262 regex is not a regular property",
+    "idn-hostname": "IDNA 2008 rules (contextual characters, bidi) are not checked",
+    "idn-email": "IDNA 2008 rules for the domain are not checked",
+}
+
 FORMAT_NOTES: dict[str, str] = {
     "time": "a leap second (:60) only as 23:59:60 with a zero offset",
     "date-time": "a leap second (:60) only as 23:59:60 with a zero offset",
-    "hostname": "labels of 1-63 characters are enforced, the 253-character total is not",
+    "hostname": "labels of 1-63 characters are enforced, the 253-character total is not; labels with "
+                "'--' in the third and fourth places (IDNA A-labels such as 'xn--...') are refused",
     "email": "dot-atom local parts and hostname or [IPv4] domains (no quoted local parts)",
     "iri": "ASCII URIs only (no non-ASCII characters)",
     "iri-reference": "ASCII URI references only",
