@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -201,6 +201,7 @@ class Compiler:
         strict: bool = True,
         max_recursion: int = 3,
         max_any_depth: int = 3,
+        resources: Mapping[str, Any] | None = None,
     ) -> CompiledGrammar:
         """Compile a JSON Schema (dict, JSON text or pydantic model class).
 
@@ -231,6 +232,9 @@ class Compiler:
         max_any_depth:
             Nesting depth allowed inside free-form values (``{}``, ``true``,
             ``additionalProperties: true``).
+        resources:
+            Other schema documents by URI, for ``$ref``\ s that leave this one
+            (nothing is fetched over the network).
 
         Raises
         ------
@@ -244,7 +248,7 @@ class Compiler:
 
         options = JsonSchemaOptions(whitespace, max_whitespace, property_order, strict, max_recursion, max_any_depth)
         value = load_schema(schema)
-        text = json.dumps(value, sort_keys=True)
+        text = json.dumps([value, resources or {}], sort_keys=True)
         key = ("json_schema", text, options)
         compiled = self._memory_get(key)
         if compiled is None:
@@ -254,7 +258,7 @@ class Compiler:
                 dfa = ByteDFA(stored["trans"], stored["accepting"].astype(bool), int(stored["start"]))
                 notes = tuple(json.loads(bytes(stored["notes"]).decode()))
             else:
-                language = schema_to_dfa(value, options)
+                language = schema_to_dfa(value, options, resources)
                 dfa, notes = language.dfa, tuple(language.notes)
                 self._disk.save("dfa", disk_key, {"trans": dfa.trans, "accepting": dfa.accepting,
                                                   "start": np.int64(dfa.start),

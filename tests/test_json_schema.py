@@ -678,3 +678,15 @@ def test_compiled_grammar_notes(llama3):
     assert any("uniqueItems" in n for n in compiled.notes)
     with pytest.raises(SchemaError, match="uniqueItems"):
         compiler.compile_json_schema({"type": "array", "uniqueItems": True})
+
+
+def test_refs_into_other_documents_given_as_resources():
+    resources = {"https://example.com/defs.json": {"$defs": {"port": {"type": "integer", "minimum": 1,
+                                                                        "maximum": 65535}}}}
+    schema = {"type": "object", "properties": {"port": {"$ref": "https://example.com/defs.json#/$defs/port"}},
+              "required": ["port"]}
+    dfa = schema_to_dfa(schema, resources=resources).dfa
+    assert dfa.matches(b'{"port": 8080}') and not dfa.matches(b'{"port": 0}')
+    with pytest.raises(SchemaError) as info:
+        schema_to_dfa(schema)
+    assert "defs.json" in str(info.value)

@@ -36,6 +36,8 @@ __all__ = [
     "load_jsonschemabench",
     "load_jsonschemabench_hub",
     "load_test_suite",
+    "load_remotes",
+    "WithResources",
     "even_sample",
     "TEST_SUITE_DRAFTS",
     "DRAFT_URIS",
@@ -181,6 +183,7 @@ def load_test_suite(
 ) -> list[Case]:
     """Every test case of the chosen drafts, grouped by file (``draft7/optional/format/date``)."""
     root = test_suite_dir(data) / "tests"
+    remotes = load_remotes(data)
     available = [p.name for p in root.iterdir() if p.is_dir()]
     cases: list[Case] = []
     for draft in _select(available, drafts, "draft(s)"):
@@ -193,9 +196,30 @@ def load_test_suite(
             for index, entry in enumerate(entries):
                 schema = _with_draft(entry["schema"], draft)
                 instances = [Instance(t["data"], bool(t["valid"]), t.get("description", "")) for t in entry["tests"]]
-                cases.append(Case(f"{relative}#{index} {entry.get('description', '')}".strip(), relative, schema,
-                                  instances, remote_ref=REMOTE_PREFIX in json.dumps(schema)))
+                remote = REMOTE_PREFIX in json.dumps(schema)
+                cases.append(Case(f"{relative}#{index} {entry.get('description', '')}".strip(), relative,
+                                  WithResources(schema, remotes) if remote and remotes else schema,
+                                  instances, remote_ref=remote))
     return cases
+
+
+@dataclass
+class WithResources:
+    """A schema together with the other documents its ``$ref``\ s may point into (by URI)."""
+
+    schema: Any
+    resources: dict[str, Any]
+
+
+def load_remotes(data: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The suite's ``remotes/`` folder as ``{"http://localhost:1234/<path>": schema}``."""
+    folder = test_suite_dir(data) / "remotes"
+    out: dict[str, Any] = {}
+    if folder.is_dir():
+        for path in sorted(folder.rglob("*.json")):
+            with open(path, encoding="utf-8") as handle:
+                out[REMOTE_PREFIX + path.relative_to(folder).as_posix()] = json.load(handle)
+    return out
 
 
 def even_sample(items: Sequence[Any], count: int | None) -> list[Any]:

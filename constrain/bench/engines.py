@@ -176,8 +176,11 @@ class ConstrainEngine(Engine):
             return "this constrain has no Compiler.compile_json_schema"
         return None
 
-    def compile_json_schema(self, compiler: Any, schema: Any) -> Any:
-        return compiler.compile_json_schema(schema if isinstance(schema, dict) else schema_text(schema))
+    accepts_resources = True  # the suite's remotes/ documents, by URI
+
+    def compile_json_schema(self, compiler: Any, schema: Any, resources: Any = None) -> Any:
+        return compiler.compile_json_schema(schema if isinstance(schema, dict) else schema_text(schema),
+                                            resources=resources)
 
     def matcher(self, compiled: Any) -> Any:
         return self._matcher_cls(compiled)

@@ -60,6 +60,13 @@ WARMUP_TEXTS = ('{"a": 1, "b": "x"}', '{"b": "warm"}')
 
 
 def compile_json_schema(engine: Engine, compiler: Any, schema: Any) -> Any:
+    """Compile with the engine; schemas with remote documents give them to engines that take them."""
+    from .data import WithResources
+
+    if isinstance(schema, WithResources):
+        if getattr(engine, "accepts_resources", False):
+            return engine.compile_json_schema(compiler, schema.schema, resources=schema.resources)
+        schema = schema.schema
     return engine.compile_json_schema(compiler, schema)
 
 

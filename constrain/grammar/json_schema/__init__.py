@@ -9,7 +9,7 @@ whitespace runs are then bounded.  See ARCHITECTURE.md, "JSON Schema".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -55,8 +55,12 @@ class SchemaLanguage:
     notes: list[str] = field(default_factory=list)
 
 
-def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions()) -> SchemaLanguage:
+def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
+                  resources: Mapping[str, Any] | None = None) -> SchemaLanguage:
     """Compile a schema (dict, JSON text or pydantic model) to the DFA of its JSON texts.
+
+    ``resources`` maps URIs to other schema documents that ``$ref`` may point into
+    (nothing is ever fetched).
 
     Raises
     ------
@@ -64,7 +68,7 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions())
         Malformed schemas, unresolvable references, keywords that cannot be
         enforced exactly (in strict mode), and schemas no value satisfies.
     """
-    doc = SchemaDocument(load_schema(schema))
+    doc = SchemaDocument(load_schema(schema), resources)
     layout = Layout(options.whitespace)
     emitter = SchemaEmitter(doc, layout, strict=options.strict, max_recursion=options.max_recursion,
                             max_any_depth=options.max_any_depth, any_order=options.property_order == "any")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 from urllib.parse import unquote, urldefrag, urljoin
 
 from ...errors import SchemaError
@@ -81,13 +81,21 @@ def load_schema(schema: Any) -> Any:
 class SchemaDocument:
     """The root schema, its draft, and an index of every addressable sub-schema."""
 
-    def __init__(self, root: Any) -> None:
+    def __init__(self, root: Any, resources: Mapping[str, Any] | None = None) -> None:
         self.root = root
         self.draft = _draft_of(root)
         self.index: dict[str, Loc] = {}
         base = _base_of(root, _ROOT_BASE, self.draft)
         self.root_loc = Loc(root, "", base, self.draft)
         self._register(self.root_loc, is_root=True)
+        for uri, document in (resources or {}).items():  # other documents $ref may point into
+            if not isinstance(uri, str) or not isinstance(document, (dict, bool)):
+                raise SchemaError(f"resources must map URIs to schemas, got {uri!r}: {type(document).__name__}")
+            url = urldefrag(uri)[0]
+            draft = _draft_of(document) if isinstance(document, dict) and "$schema" in document else self.draft
+            loc = Loc(document, "", _base_of(document, url, draft), draft)
+            self.index.setdefault(url + "#", loc)
+            self._register(loc, is_root=True)
 
     def resolve(self, loc: Loc, ref: str, keyword: str = "$ref") -> Loc:
         """The sub-schema a reference found at ``loc`` points to."""
