@@ -324,3 +324,37 @@ def test_triggers_inside_the_output_compose_with_a_regex(llama3):
     assert all(finished), texts
     assert all(oracle.fullmatch(t) for t in texts), texts
     assert processor.context.stats["triggers"] >= 3 * 8
+
+
+def test_composes_with_the_builtin_python_grammar(llama3, public_member_monitor):
+    """Monitor AND the built-in python grammar: outputs are members and whole Python programs.
+
+    A random model rarely ends a program by itself, so EOS and newline logits get a bias
+    (applied before the constraint's mask, which still decides what is allowed).  The
+    unicode case is left out: the python grammar's NAME is ASCII (documented there).
+    """
+    import ast
+
+    from transformers import LogitsProcessor, LogitsProcessorList
+
+    tokenizer, info, model = llama3
+    favoured = list(info.eos_token_ids) + [t for t in range(info.vocab_size) if info.token_bytes[t] == b"\n"]
+
+    class Ending(LogitsProcessor):
+        def __call__(self, input_ids, scores):
+            scores[:, favoured] += 30.0
+            return scores
+
+    compiled = Compiler(info).compile_builtin("python")
+    for case in CASES[:2]:
+        processor = MonitorLogitsProcessor([public_member_monitor], info, compiled)
+        inputs = tokenizer(case.prompt, return_tensors="pt")
+        out = model.generate(**inputs, do_sample=True, max_new_tokens=16, num_return_sequences=2,
+                             logits_processor=LogitsProcessorList([Ending(), processor]),
+                             pad_token_id=tokenizer.eos_token_id)
+        for row in out[:, inputs["input_ids"].shape[1]:].tolist():
+            ends = [i for i, t in enumerate(row) if t in info.eos_token_ids]
+            assert ends, row
+            text = info.decode_bytes(row[: ends[0]]).decode()
+            ast.parse(text)
+            assert leading_identifier(text)[0] in real_members(case), text
