@@ -42,7 +42,7 @@ class CompiledGrammar:
     source:
         The constraint as the user gave it.
     notes:
-        What the compile relaxed or treated as annotation (unknown ``format``\ s,
+        What the compile relaxed or treated as annotation (unknown formats,
         keywords relaxed with ``strict=False``), one line each with its JSON pointer.
     """
 
@@ -233,7 +233,7 @@ class Compiler:
             Nesting depth allowed inside free-form values (``{}``, ``true``,
             ``additionalProperties: true``).
         resources:
-            Other schema documents by URI, for ``$ref``\ s that leave this one
+            Other schema documents by URI, for references that leave this one
             (nothing is fetched over the network).
 
         Raises

@@ -205,7 +205,7 @@ def load_test_suite(
 
 @dataclass
 class WithResources:
-    """A schema together with the other documents its ``$ref``\ s may point into (by URI)."""
+    """A schema together with the other documents its references may point into (by URI)."""
 
     schema: Any
     resources: dict[str, Any]
