@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import RegexError
 from .byte_dfa import MAX_DFA_STATES, ByteDFA, _minimize, _prune_dead
 
-__all__ = ["intersect", "difference", "union", "product", "is_empty_product", "bound_runs", "dfa_from_table"]
+__all__ = ["intersect", "difference", "union", "product", "bound_runs", "dfa_from_table"]
 
 _OPS: dict[str, Callable[[bool, bool], bool]] = {
     "and": lambda a, b: a and b,
@@ -88,11 +88,6 @@ def union(a: ByteDFA, b: ByteDFA) -> ByteDFA:
     result = product(a, b, "or")
     assert result is not None  # both sides are non-empty
     return result
-
-
-def is_empty_product(a: ByteDFA, b: ByteDFA) -> bool:
-    """True when ``L(a) ∩ L(b)`` is empty (the two languages are disjoint)."""
-    return intersect(a, b) is None
 
 
 def bound_runs(dfa: ByteDFA, loop_states: np.ndarray, run_bytes: bytes, max_run: int) -> ByteDFA:

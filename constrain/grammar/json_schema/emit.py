@@ -27,7 +27,7 @@ from ..regex import Automaton, Graph, RegexNode
 from .document import Loc, SchemaDocument
 from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import integer_tree, multiple_of_dfa, number_tree
-from .spec import KeyRule, Spec, _deep_copy, _Walk, spec_of
+from .spec import KeyRule, Spec, copy_spec, SpecWalk, spec_of
 from .strings import ANY_CHAR, any_string_dfa, encode_chars, encoded_string, pattern_tree, string_tree
 from .trees import EMPTY, NOTHING, alt, cls, lit, opt, seq, star
 
@@ -87,7 +87,7 @@ class SchemaEmitter:
         """The language of values meeting every schema in ``locs`` (an implicit allOf)."""
         if all(loc.node is True or loc.node == {} for loc in locs):
             return self.any_value()
-        walk = _Walk(self.doc, list(chain), self.max_recursion)
+        walk = SpecWalk(self.doc, list(chain), self.max_recursion)
         spec = Spec()
         for index, loc in enumerate(locs):
             spec = walk.absorb(spec, loc, frozenset())
@@ -136,8 +136,8 @@ class SchemaEmitter:
                      if name in types or (name == "number" and "integer" in types)))
 
     def _merged(self, spec: Spec, loc: Loc, chain: tuple[str, ...]) -> tuple[Spec, tuple[str, ...]]:
-        walk = _Walk(self.doc, list(chain), self.max_recursion)
-        merged = walk.absorb(_deep_copy(spec), loc, frozenset())
+        walk = SpecWalk(self.doc, list(chain), self.max_recursion)
+        merged = walk.absorb(copy_spec(spec), loc, frozenset())
         return merged, tuple(walk.chain)
 
     def _merged_tree(self, spec: Spec, loc: Loc, chain: tuple[str, ...]) -> RegexNode:
@@ -178,9 +178,9 @@ class SchemaEmitter:
         """``key`` absent, or present together with what it requires (two disjoint cases)."""
         loc, key, keyword = spec.dependencies[0]
         base = spec.without(dependencies=spec.dependencies[1:])
-        absent = _deep_copy(base)
+        absent = copy_spec(base)
         absent.properties.setdefault(key, []).append(Loc(False, loc.pointer + f"/{keyword}/{key}", loc.base))
-        present = _deep_copy(base)
+        present = copy_spec(base)
         present.required.add(key)
         value = loc.node[keyword][key]
         if isinstance(value, list):

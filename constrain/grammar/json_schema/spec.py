@@ -18,7 +18,7 @@ from typing import Any
 
 from .document import Loc, SchemaDocument
 
-__all__ = ["Spec", "KeyRule", "spec_of", "merge", "TYPES"]
+__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "TYPES"]
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 _ANNOTATIONS = {
@@ -106,12 +106,12 @@ def spec_of(doc: SchemaDocument, loc: Loc, chain: tuple[str, ...] = (), max_recu
     (recursive schemas are unrolled to that depth).  Returns the chain extended
     with the targets this node went through, for its children.
     """
-    walk = _Walk(doc, list(chain), max_recursion)
+    walk = SpecWalk(doc, list(chain), max_recursion)
     spec = walk.absorb(Spec(), loc, frozenset())
     return spec, tuple(walk.chain)
 
 
-class _Walk:
+class SpecWalk:
     """One absorption: the reference chain so far and the recursion bound."""
 
     def __init__(self, doc: SchemaDocument, chain: list[str], max_recursion: int) -> None:
@@ -366,12 +366,8 @@ def _tighter_high(a, b):
     return (a[0], a[1] or b[1])
 
 
-def merge(doc: SchemaDocument, spec: Spec, loc: Loc, chain: tuple[str, ...], max_recursion: int) -> Spec:
-    """``spec`` AND the schema at ``loc`` (a fresh record; ``spec`` is not modified)."""
-    return _Walk(doc, list(chain), max_recursion).absorb(_deep_copy(spec), loc, frozenset())
-
-
-def _deep_copy(spec: Spec) -> Spec:
+def copy_spec(spec: Spec) -> Spec:
+    """A copy whose lists and dicts can be extended without touching ``spec``."""
     return replace(
         spec,
         sources=list(spec.sources), enums=list(spec.enums),
