@@ -54,6 +54,7 @@ def generate_constrained(
     chat_template: bool = False,
     require_complete: bool = True,
     draft_model: Any | None = None,
+    diffusion: bool = False,
     **generate_kwargs: Any,
 ) -> str | list[str]:
     """Generate under ``compiled`` and return the decoded output text(s).
@@ -75,12 +76,21 @@ def generate_constrained(
         time, jump-forward on forced text; the output distribution is unchanged).  It
         then takes ``max_new_tokens``, ``do_sample``, ``temperature``, ``num_assistant_tokens``
         (k, default 4) and ``jump_forward`` (default True).
+    diffusion:
+        ``model`` is a masked-diffusion LM (LLaDA, Dream): decode with
+        :class:`~constrain.samplers.diffusion.DiffusionGenerator` and DINGO (regular
+        constraints only); the other keyword arguments are then its options
+        (``gen_length``, ``block_length``, ``steps``, ``mask_token_id``, ``do_sample``...).
     generate_kwargs:
         Passed to ``model.generate`` (``max_new_tokens``, ``do_sample``,
         ``temperature``, ``num_beams``...); default ``max_new_tokens=256``.
     """
     from .samplers.processor import ConstrainedLogitsProcessor
 
+    if diffusion:
+        from .samplers.diffusion import generate_diffusion
+
+        return generate_diffusion(compiled, prompt, model, tokenizer, **generate_kwargs)
     prompts = [prompt] if isinstance(prompt, str) else list(prompt)
     info = compiled.tokenizer_info
     if draft_model is not None:
@@ -168,11 +178,7 @@ def generate_regex(
     from .samplers.processor import compiler_for
 
     compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_regex(pattern)
-    if diffusion:
-        from .samplers.diffusion import generate_diffusion
-
-        return generate_diffusion(compiled, prompt, model, tokenizer, **generate_kwargs)
-    return generate_constrained(compiled, prompt, model, tokenizer, **generate_kwargs)
+    return generate_constrained(compiled, prompt, model, tokenizer, diffusion=diffusion, **generate_kwargs)
 
 
 def generate_grammar(
@@ -236,12 +242,7 @@ def generate_json(
 
     compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_json_schema(
         schema, whitespace=whitespace, strict=strict)
-    if diffusion:
-        from .samplers.diffusion import generate_diffusion
-
-        texts = generate_diffusion(compiled, prompt, model, tokenizer, **generate_kwargs)
-    else:
-        texts = generate_constrained(compiled, prompt, model, tokenizer, **generate_kwargs)
+    texts = generate_constrained(compiled, prompt, model, tokenizer, diffusion=diffusion, **generate_kwargs)
     values = [json.loads(text) for text in ([texts] if isinstance(texts, str) else texts)]
     if compiled.notes:
         for value in values:

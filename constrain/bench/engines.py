@@ -36,7 +36,6 @@ __all__ = [
     "optional_import",
     "require",
     "timed",
-    "hf_token_bytes",
     "schema_text",
 ]
 

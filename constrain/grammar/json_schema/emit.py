@@ -27,9 +27,9 @@ from ..regex import Automaton, Graph, RegexNode
 from .document import Loc, SchemaDocument
 from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import integer_tree, multiple_of_dfa, number_tree
-from .spec import KeyRule, Spec, copy_spec, SpecWalk, spec_of
+from .spec import ANNOTATION_KEYWORDS, KeyRule, Spec, SpecWalk, copy_spec, spec_of
 from .strings import ANY_CHAR, any_string_dfa, encode_chars, encoded_string, pattern_tree, string_tree
-from .trees import EMPTY, NOTHING, alt, cls, lit, opt, seq, star
+from .trees import EMPTY, NOTHING, alt, cls, lit, seq, star
 
 __all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES"]
 
@@ -505,7 +505,7 @@ def _pending_checks(spec: Spec) -> list[Any]:
     checks: list[Any] = []
     for loc in spec.sources:
         own = {k: v for k, v in loc.node.items() if k not in _STRIPPED} if isinstance(loc.node, dict) else loc.node
-        if own and any(k not in _ANNOTATION_KEYS for k in own):
+        if own and any(k not in ANNOTATION_KEYWORDS for k in own):
             checks.append(own)
     checks += [{"anyOf": group.node} for group in spec.any_of]
     checks += [{"oneOf": group.node} for group in spec.one_of]
@@ -514,9 +514,6 @@ def _pending_checks(spec: Spec) -> list[Any]:
     checks += [{keyword: {key: loc.node[keyword][key]}} for loc, key, keyword in spec.dependencies]
     return checks
 
-
-_ANNOTATION_KEYS = frozenset(("title", "description", "default", "examples", "$comment", "$schema", "$id", "id",
-                              "readOnly", "writeOnly", "deprecated", "$anchor", "example"))
 
 
 def _members_graph(members, extras, min_props: int, max_props: int | None, layout: Layout) -> RegexNode:

@@ -18,16 +18,16 @@ from typing import Any
 
 from .document import Loc, SchemaDocument
 
-__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "TYPES"]
+__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "TYPES", "ANNOTATION_KEYWORDS"]
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
-_ANNOTATIONS = {
+ANNOTATION_KEYWORDS = {
     "$schema", "$id", "id", "$comment", "$defs", "definitions", "title", "description", "default", "examples",
     "readOnly", "writeOnly", "deprecated", "contentEncoding", "contentMediaType", "contentSchema", "$anchor",
     "$dynamicAnchor", "$vocabulary", "$recursiveAnchor", "example",
 }
 # Keywords we recognise; anything else in a schema is an unknown keyword (ignored, as validators do).
-_KNOWN = _ANNOTATIONS | {
+_KNOWN = ANNOTATION_KEYWORDS | {
     "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties",
     "propertyNames", "minProperties", "maxProperties", "items", "prefixItems", "additionalItems", "minItems",
     "maxItems", "contains", "minContains", "maxContains", "uniqueItems", "anyOf", "oneOf", "allOf", "not", "if",

@@ -87,6 +87,7 @@ def encoded_string(text: str) -> str:
     return '"' + "".join(_escape(ord(c)) if ord(c) in _SHORT_ESCAPES or ord(c) < 0x20 else c for c in text) + '"'
 
 
+@lru_cache(maxsize=1024)
 def pattern_tree(pattern: str) -> RegexNode:
     """Code-point tree of the strings that *contain* a match of ``pattern`` (ECMA-262).
 
