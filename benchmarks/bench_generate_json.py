@@ -93,44 +93,13 @@ def run_generate(compiled, model, tokenizer, info, max_new_tokens: int) -> dict:
 
 
 def run_hypothesis(compiled, tokenizer, info, examples: int) -> dict:
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
-    from hypothesis_jsonschema import from_schema
-
-    from constrain import Matcher
-    from constrain.testing import Unserialisable, json_schema_instance_text
+    from constrain.testing import force_hypothesis_instances
 
     counts, rejected = collections.Counter(), []
-    eos = info.eos_token_ids[0]
     for schema_id, schema, grammar in compiled:
-        try:
-            strategy = from_schema(schema)
-        except Exception as err:
-            counts[f"hypothesis-jsonschema cannot generate ({type(err).__name__})"] += 1
-            continue
-
-        @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-                  suppress_health_check=list(HealthCheck))
-        @given(st.data())
-        def check(data):
-            value = data.draw(strategy)
-            try:
-                text = json_schema_instance_text(value, schema)
-            except Unserialisable as why:
-                counts[f"not written: {why}"] += 1
-                return
-            matcher = Matcher(grammar)
-            ok = all(matcher.accept_token(t) for t in tokenizer.encode(text, add_special_tokens=False))
-            ok = ok and matcher.accept_token(eos)
-            counts["accepted" if ok else "REJECTED"] += 1
-            if not ok:
-                rejected.append((schema_id, text[:300]))
-
-        try:
-            check()
-        except Exception as err:  # hypothesis giving up on a hard schema is reported, not fatal
-            counts[f"hypothesis gave up ({type(err).__name__})"] += 1
-    return {"counts": dict(counts), "rejected": rejected}
+        force_hypothesis_instances(schema, grammar, tokenizer, info.eos_token_ids[0], examples, counts, rejected,
+                                   schema_id)
+    return {"counts": dict(counts), "rejected": [(label, text[:300]) for label, text in rejected]}
 
 
 def main(argv=None) -> int:
@@ -175,7 +144,7 @@ def main(argv=None) -> int:
         print(f"{count:6d}  {reason}")
     for item in hyp["rejected"][:20]:
         print("REJECTED", item)
-    return 1 if gen["invalid"] or hyp["rejected"] else 0
+    return 1 if gen["invalid"] or hyp["rejected"] or hyp["counts"].get("GENERATOR INVALID") else 0
 
 
 if __name__ == "__main__":

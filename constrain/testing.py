@@ -29,6 +29,7 @@ __all__ = [
     "Unserialisable",
     "value_depth",
     "json_schema_instance_text",
+    "force_hypothesis_instances",
     "load_jsonschemabench",
     "sample_jsonschemabench",
     "json_ending_bias",
@@ -751,6 +752,65 @@ def json_schema_instance_text(value, schema, *, max_recursion: int = 3, max_any_
     except UnicodeEncodeError:
         raise Unserialisable("a lone surrogate (not UTF-8)") from None
     return text
+
+
+def force_hypothesis_instances(schema, grammar, tokenizer, eos_token_id: int, examples: int,
+                               counts: "collections.Counter", rejected: list, label: str = "") -> None:
+    """Draw ``examples`` valid instances of ``schema`` with hypothesis-jsonschema, write each
+    as the compiled language documents it, and force it through ``grammar`` token by token
+    with EOS at the end.  Tallies outcomes into ``counts`` ("accepted", "REJECTED",
+    "GENERATOR INVALID" for a drawn value ``jsonschema`` (formats on) refuses, or the
+    documented reason an instance has no text) and appends ``(label, text)`` to ``rejected``.
+
+    hypothesis-jsonschema rewrites the schema it is given in place (it inlines ``$ref``
+    and re-sorts ``properties``), so it gets a deep copy: the writer must see the schema
+    the grammar was compiled from, or it orders members differently from the grammar.
+    """
+    import copy
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from hypothesis_jsonschema import from_schema
+
+    import jsonschema
+
+    from .matcher import Matcher
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    try:
+        strategy = from_schema(copy.deepcopy(schema))
+    except Exception as err:  # hypothesis-jsonschema refuses some schemas (its own limits)
+        counts[f"hypothesis-jsonschema cannot generate: {type(err).__name__}"] += 1
+        return
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def check(data):
+        value = data.draw(strategy)
+        if not validator.is_valid(value):  # the generator's own promise, checked rather than trusted
+            counts["GENERATOR INVALID"] += 1
+            return
+        try:
+            text = json_schema_instance_text(value, schema)
+        except Unserialisable as why:
+            counts[f"not written: {why}"] += 1
+            return
+        # Text that spells a special token ("<|end_of_text|>" in a string) is text here, as a
+        # model writes it: encoded without special-token parsing.
+        ids = tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+        ok = force_tokens(Matcher(grammar), ids, eos_token_id) is None
+        counts["accepted" if ok else "REJECTED"] += 1
+        if not ok:
+            rejected.append((label, text))
+
+    try:
+        check()
+    except Exception as err:  # hypothesis giving up on a hard schema is counted, not fatal
+        if "Unsatisfiable" not in type(err).__name__ and "FailedHealthCheck" not in type(err).__name__:
+            raise
+        counts[f"hypothesis gave up: {type(err).__name__}"] += 1
 
 
 def load_jsonschemabench(folder) -> list[tuple[str, object, list]]:

@@ -20,8 +20,8 @@ import pytest
 import torch
 
 from conftest import shared_data_dir
-from constrain import Compiler, ConstrainError, Matcher, SchemaError, generate_json
-from constrain.testing import (Unserialisable, json_ending_bias, json_schema_instance_text, load_jsonschemabench,
+from constrain import Compiler, ConstrainError, SchemaError, generate_json
+from constrain.testing import (force_hypothesis_instances, json_ending_bias, load_jsonschemabench,
                                sample_jsonschemabench)
 from test_grammar_e2e import _tiny_llama
 
@@ -87,47 +87,14 @@ def test_tiny_model_outputs_validate(bench_rows, llama3):
 
 
 def test_hypothesis_instances_accepted(bench_rows, llama3):
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
-    from hypothesis_jsonschema import from_schema
-
     tokenizer, info = llama3
     compiler = Compiler(info, cache_dir=False)
     rows = sample_jsonschemabench(bench_rows, HYPOTHESIS_SAMPLE, HYPOTHESIS_SEED, MAX_CHARS)
     compiled, skipped = compile_sample(compiler, rows)
-    eos = info.eos_token_ids[0]
     counts, rejected = collections.Counter(), []
-
     for schema_id, schema, _, grammar in compiled:
-        try:
-            strategy = from_schema(schema)
-        except Exception as err:  # hypothesis-jsonschema refuses some schemas (its own limits)
-            counts[f"hypothesis-jsonschema cannot generate: {type(err).__name__}"] += 1
-            continue
-
-        @settings(max_examples=5, deadline=None, database=None, derandomize=True,
-                  suppress_health_check=list(HealthCheck))
-        @given(st.data())
-        def check(data):
-            value = data.draw(strategy)
-            assert validator(schema).is_valid(value)  # the generator's own promise
-            try:
-                text = json_schema_instance_text(value, schema)
-            except Unserialisable as why:
-                counts[str(why)] += 1
-                return
-            matcher = Matcher(grammar)
-            ok = all(matcher.accept_token(t) for t in tokenizer.encode(text, add_special_tokens=False))
-            counts["accepted" if ok and matcher.accept_token(eos) else "REJECTED"] += 1
-            if not (ok and matcher.is_terminated()):
-                rejected.append((schema_id, text))
-
-        try:
-            check()
-        except Exception as err:
-            if "Unsatisfiable" not in type(err).__name__ and "FailedHealthCheck" not in type(err).__name__:
-                raise
-            counts[f"hypothesis gave up: {type(err).__name__}"] += 1
+        force_hypothesis_instances(schema, grammar, tokenizer, info.eos_token_ids[0], 5, counts, rejected, schema_id)
     print(f"{len(compiled)} schemas compiled, skipped at compile: {dict(skipped)}; instances: {dict(counts)}")
     assert not rejected, rejected[:5]
+    assert not counts["GENERATOR INVALID"], counts
     assert counts["accepted"] >= 40, counts
