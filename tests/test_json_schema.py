@@ -24,6 +24,7 @@ import pytest
 
 from constrain import Compiler, Matcher, SchemaError
 from constrain.grammar.json_schema import JsonSchemaOptions, schema_to_dfa
+from constrain.grammar.json_schema.document import resolve_uri
 from constrain.testing import bitmask_to_ids, value_depth
 
 
@@ -301,6 +302,11 @@ REF_SCHEMAS = {
     "$id": {"$id": "https://example.com/root.json",
             "$defs": {"n": {"$id": "num.json", "type": "integer", "maximum": 2}},
             "type": "array", "items": {"$ref": "https://example.com/num.json"}},
+    # Identifiers need not be hierarchical URLs (urllib's urljoin drops fragments on these).
+    "classpath $id": {"id": "classpath:///schemas/entry.json#", "definitions": {"n": {"type": "integer", "maximum": 2}},
+                      "type": "array", "items": {"$ref": "#/definitions/n"}},
+    "urn $id": {"$id": "urn:example:root", "$defs": {"n": {"$anchor": "small", "type": "integer", "maximum": 2}},
+                "type": "array", "items": {"$ref": "urn:example:root#small"}},
     "$ref with siblings": {"$defs": {"i": {"type": "integer"}}, "$ref": "#/$defs/i", "minimum": 3},
     "recursive tree": {"$defs": {"node": {"type": "object", "properties": {
         "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
@@ -690,3 +696,14 @@ def test_refs_into_other_documents_given_as_resources():
     with pytest.raises(SchemaError) as info:
         schema_to_dfa(schema)
     assert "defs.json" in str(info.value)
+
+
+@pytest.mark.parametrize("base, ref, expected", [
+    ("http://a/b/c/d;p?q", "../g", "http://a/b/g"), ("http://a/b/c/d;p?q", "g/./h", "http://a/b/c/g/h"),
+    ("http://a/b/c/d;p?q", "?y", "http://a/b/c/d;p?y"), ("http://a/b/c/d;p?q", "//g", "http://g"),
+    ("http://a/b/c/d;p?q", "../../../g", "http://a/g"), ("http://a/b/c/d;p?q", "#s", "http://a/b/c/d;p?q#s"),
+    ("classpath:///x/y.json", "#/definitions/a", "classpath:///x/y.json#/definitions/a"),
+    ("classpath:///x/y.json", "z.json", "classpath:///x/z.json"), ("urn:a:b", "#c", "urn:a:b#c"),
+])
+def test_uri_resolution_follows_rfc3986_for_any_scheme(base, ref, expected):
+    assert resolve_uri(base, ref) == expected

@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any, Mapping
-from urllib.parse import unquote, urldefrag, urljoin
+import re
+from urllib.parse import unquote
 
 from ...errors import SchemaError
 
 __all__ = ["Loc", "SchemaDocument", "load_schema", "DRAFTS"]
 
 DRAFTS = {"draft-03": 4, "draft-04": 4, "draft-06": 6, "draft-07": 7, "2019-09": 2019, "2020-12": 2020}
-_ROOT_BASE = "https://constrain.invalid/root.json"  # a hierarchical URL, so urljoin resolves fragments
+_ROOT_BASE = "https://constrain.invalid/root.json"  # the base of a document without an $id
 # Keywords whose values are schemas, maps of schemas or lists of schemas: where $id/$anchor may hide.
 _SCHEMA_VALUED = {"additionalProperties", "additionalItems", "contains", "not", "if", "then", "else",
                   "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contentSchema"}
@@ -50,6 +51,66 @@ class Loc:
         return SchemaError(message, pointer or "#")
 
 
+# RFC 3986, appendix B: scheme, authority (None when absent), path, query, fragment.
+_URI_PARTS = re.compile(r"^(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?$", re.S)
+
+
+def resolve_uri(base: str, ref: str) -> str:
+    """``ref`` resolved against ``base`` as RFC 3986 section 5.2 says, for any scheme.
+
+    ``urllib.parse.urljoin`` only resolves schemes it lists as hierarchical, so a
+    schema whose ``$id`` is ``classpath:///a.json`` or ``tag:...`` would lose its
+    document for ``$ref: "#/definitions/x"``; identifiers are just names here.
+    """
+    scheme, authority, path, query, fragment = _URI_PARTS.match(ref).groups()
+    if scheme is None:
+        b_scheme, b_authority, b_path, b_query, _ = _URI_PARTS.match(base).groups()
+        scheme = b_scheme
+        if authority is None:
+            if path == "":
+                path, query = b_path, query if query is not None else b_query
+            elif not path.startswith("/"):
+                path = _merge_paths(b_authority, b_path, path)
+            authority = b_authority
+    path = _remove_dot_segments(path)
+    return ((scheme + ":" if scheme is not None else "") + ("//" + authority if authority is not None else "")
+            + path + ("?" + query if query is not None else "") + ("#" + fragment if fragment is not None else ""))
+
+
+def split_fragment(uri: str) -> tuple[str, str]:
+    """``(uri without its fragment, fragment)``; unlike ``urldefrag`` it keeps ``scheme:///``."""
+    url, _, fragment = uri.partition("#")
+    return url, fragment
+
+
+def _merge_paths(base_authority: str | None, base_path: str, path: str) -> str:
+    if base_authority is not None and base_path == "":
+        return "/" + path
+    return base_path[: base_path.rfind("/") + 1] + path
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4, by segments: "." dropped, ".." drops the one before."""
+    if "." not in path:
+        return path
+    out: list[str] = []
+    segments = path.split("/")
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == ".":
+            if last:
+                out.append("")
+        elif segment == "..":
+            if len(out) > 1 or (out and out[0] != ""):
+                out.pop()
+            if last:
+                out.append("")
+        else:
+            out.append(segment)
+    result = "/".join(out)
+    return "/" + result if path.startswith("/") and not result.startswith("/") else result
+
+
 def _base_of(node: Any, parent_base: str, draft: int) -> str:
     """The base URI inside ``node``: its ``$id`` (or draft-4 ``id``) resolved against the parent's."""
     if isinstance(node, dict):
@@ -57,7 +118,7 @@ def _base_of(node: Any, parent_base: str, draft: int) -> str:
         if not isinstance(ident, str):
             ident = node.get("id") if isinstance(node.get("id"), str) and "$ref" not in node else None
         if isinstance(ident, str) and not ident.startswith("#"):
-            return urldefrag(urljoin(parent_base, ident))[0] or parent_base
+            return split_fragment(resolve_uri(parent_base, ident))[0] or parent_base
     return parent_base
 
 
@@ -91,7 +152,7 @@ class SchemaDocument:
         for uri, document in (resources or {}).items():  # other documents $ref may point into
             if not isinstance(uri, str) or not isinstance(document, (dict, bool)):
                 raise SchemaError(f"resources must map URIs to schemas, got {uri!r}: {type(document).__name__}")
-            url = urldefrag(uri)[0]
+            url = split_fragment(uri)[0]
             draft = _draft_of(document) if isinstance(document, dict) and "$schema" in document else self.draft
             loc = Loc(document, "", _base_of(document, url, draft), draft)
             self.index.setdefault(url + "#", loc)
@@ -101,8 +162,8 @@ class SchemaDocument:
         """The sub-schema a reference found at ``loc`` points to."""
         if not isinstance(ref, str):
             raise loc.error(f"{keyword} must be a string", keyword)
-        target = urljoin(loc.base, ref)
-        url, fragment = urldefrag(target)
+        target = resolve_uri(loc.base, ref)
+        url, fragment = split_fragment(target)
         found = self.index.get(url + "#" + fragment) if not fragment.startswith("/") else None
         if found is not None:
             return found
@@ -138,7 +199,7 @@ class SchemaDocument:
             self.index.setdefault(loc.base + "#" + anchor, loc)
         ident = node.get("$id") if isinstance(node.get("$id"), str) else node.get("id")
         if isinstance(ident, str) and ident.startswith("#") and len(ident) > 1:  # draft-4/6/7 plain-name ids
-            self.index.setdefault(urljoin(loc.base, ident), loc)
+            self.index.setdefault(resolve_uri(loc.base, ident), loc)
         for key, value in node.items():
             if key in ("enum", "const", "examples", "default"):
                 continue
