@@ -351,6 +351,10 @@ STRING_SCHEMAS = {
     "pattern anchored": {"type": "string", "pattern": "^a[0-9]+$"},
     "pattern start only": {"type": "string", "pattern": "^ab", "maxLength": 4},
     "pattern with length": {"type": "string", "pattern": "\\d", "minLength": 2, "maxLength": 3},
+    "length implied by pattern": {"type": "string", "pattern": "^[a0-9]{2,3}$", "minLength": 1, "maxLength": 255},
+    "pattern longer than maxLength": {"type": "string", "pattern": "^[a0-9]{2,4}$", "maxLength": 3},
+    "pattern shorter than minLength": {"type": "string", "pattern": "^[ab0-9]{1,4}$", "minLength": 3},
+    "minLength no maximum": {"type": "string", "minLength": 3},
 }
 
 
@@ -364,6 +368,28 @@ def test_strings(name):
         # ECMA-262's (the spec's) does not: those strings are checked by hand below.
         values = [v for v in values if not v.endswith("\n")]
     assert_agrees(schema, values)
+
+
+@pytest.mark.parametrize("low, high", [(0, 0), (0, 1), (1, 3), (3, 3), (0, None), (1, None), (4, None)])
+def test_counted_length_automaton_is_the_minimal_dfa(low, high):
+    """The directly built length automaton is the same minimal DFA as subset construction gives."""
+    from constrain.automata.byte_dfa import build_byte_dfa
+    from constrain.automata.dfa_ops import difference
+    from constrain.grammar.json_schema.strings import ANY_CHAR, _encoded_char_dfa, counted_dfa, encode_chars
+    from constrain.grammar.json_schema.trees import rep
+
+    direct = counted_dfa(_encoded_char_dfa(), low, high)
+    reference = build_byte_dfa(encode_chars(rep(ANY_CHAR, low, high)))
+    assert direct.num_states == reference.num_states
+    assert difference(direct, reference) is None and difference(reference, direct) is None
+
+
+def test_long_length_bound_with_pattern_compiles_quickly():
+    """maxLength 2000 with a pattern: the length automaton used to be minimised (tens of seconds)."""
+    schema = {"type": "string", "pattern": "^[a-z ]*$", "maxLength": 2000}
+    dfa = dfa_for(schema)
+    for text in ["", "ab c", "a" * 2000, "a" * 2001, "aB", "é", " " * 1999 + "x"]:
+        assert dfa.matches(text_of(text).encode()) == is_valid(schema, text), text[:10]
 
 
 def test_pattern_dollar_is_ecma_end_of_input():
@@ -641,6 +667,9 @@ def test_masks_match_enumerating_oracle(infos, name, tokenizer_name, whitespace)
     ({"type": "object", "properties": {"o": {"allOf": [{"unevaluatedProperties": False}]}}},
      "#/properties/o/allOf/0/unevaluatedProperties", "unevaluatedProperties"),
     ({"type": "string", "pattern": "a(b"}, "#/pattern", "a(b"),
+    ({"properties": {"d": {"type": "string", "maxLength": 100000}}}, "#/properties/d", "maxLength 100000 needs more than"),
+    ({"properties": {"d": {"$ref": "#/$defs/long"}}, "$defs": {"long": {"type": "string", "minLength": 90000}}},
+     "#/$defs/long", "minLength 90000 needs more than"),
 ])
 def test_schema_errors_name_keyword_and_pointer(schema, pointer, words):
     with pytest.raises(SchemaError) as info:
@@ -650,6 +679,27 @@ def test_schema_errors_name_keyword_and_pointer(schema, pointer, words):
         assert ("#" + err.pointer.lstrip("#")).startswith(pointer), (err.pointer, str(err))
     assert words in str(err)
     assert isinstance(err, ValueError)
+
+
+def test_too_large_automata_name_the_sub_schema_and_what_grew(monkeypatch):
+    """With the state limit lowered: the innermost sub-schema is named, not '#', and why it grew."""
+    import constrain.automata.byte_dfa as byte_dfa
+    import constrain.automata.dfa_ops as dfa_ops
+    import constrain.grammar.json_schema.emit as emit
+    import constrain.grammar.json_schema.strings as strings
+
+    for module in (byte_dfa, dfa_ops, strings, emit):
+        monkeypatch.setattr(module, "MAX_DFA_STATES", 3000)
+    product = {"properties": {"t": {"type": "string", "pattern": "^(?:\\S+\\s+){0,9}\\S+$", "maxLength": 100}}}
+    combined = {"properties": {"a": {"oneOf": [{"type": "null"}, {"type": "array", "maxItems": 5,
+                                                                  "items": {"type": "string", "maxLength": 100}}]}}}
+    whole = {"properties": {k: {"type": "string", "maxLength": 100} for k in "abc"}}
+    for schema, pointer, words in [(product, "/properties/t", "with maxLength 100 needs more than 3,000"),
+                                   (combined, "/properties/a", "/properties/a/oneOf/1/items (1,401 states)"),
+                                   (whole, "#", "largest parts: /properties/")]:
+        with pytest.raises(SchemaError) as info:
+            schema_to_dfa(schema)
+        assert info.value.pointer == pointer and words in str(info.value), str(info.value)
 
 
 def test_unevaluated_properties_see_the_schema_and_its_expanded_branches():

@@ -17,7 +17,7 @@ from ...automata.byte_dfa import ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import bound_runs
 from ...errors import RegexError, SchemaError
 from .document import SchemaDocument, load_schema
-from .emit import WHITESPACE_MODES, WS_BYTES, Layout, SchemaEmitter
+from .emit import WHITESPACE_MODES, WS_BYTES, Layout, SchemaEmitter, largest_parts
 from .trees import NOTHING, seq
 
 __all__ = ["JsonSchemaOptions", "SchemaLanguage", "schema_to_dfa", "load_schema"]
@@ -78,7 +78,8 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
             return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + ["#: no JSON value satisfies this schema"])
         dfa = build_byte_dfa(seq(layout.ws, tree, layout.ws), minimize=False)
     except RegexError as err:
-        raise SchemaError(f"the schema's language could not be built: {err.reason}", "#") from None
+        raise SchemaError(f"the schema's language could not be built: {err.reason}{largest_parts(emitter.sizes)}",
+                          "#") from None
     except RecursionError:
         raise SchemaError("the schema nests too deeply to compile", "#") from None
     if options.whitespace == "flexible":

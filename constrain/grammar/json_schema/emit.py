@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ...automata.byte_dfa import ByteDFA, build_byte_dfa
+from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import difference, intersect, union
 from ...errors import RegexError, SchemaError
-from ..regex import Automaton, Graph, RegexNode
+from ..regex import Automaton, Concat, Graph, RegexNode
 from .document import Loc, SchemaDocument
 from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import integer_tree, multiple_of_dfa, number_tree
@@ -31,7 +31,7 @@ from .spec import ANNOTATION_KEYWORDS, KeyRule, Spec, SpecWalk, copy_spec, spec_
 from .strings import ANY_CHAR, any_string_dfa, encode_chars, encoded_string, pattern_tree, string_tree
 from .trees import EMPTY, NOTHING, alt, cls, lit, seq, star
 
-__all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES"]
+__all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES", "largest_parts"]
 
 WHITESPACE_MODES = ("flexible", "canonical", "compact")
 _ALL_TYPES = frozenset(("null", "boolean", "object", "array", "string", "number", "integer"))
@@ -77,6 +77,8 @@ class SchemaEmitter:
         self.notes: list[str] = []
         self._validator = None
         self._recursive_memo: dict[tuple, RegexNode] = {}
+        # (pointer, states) of the string and recursion automata built: what grew, when the whole is too large.
+        self.sizes: list[tuple[str, int]] = []
 
     # -- entry points -------------------------------------------------------------
     def root(self) -> RegexNode:
@@ -105,6 +107,8 @@ class SchemaEmitter:
         if key is not None:
             tree = self._as_automaton(tree)
             self._recursive_memo[key] = tree
+            if isinstance(tree, Automaton):  # an unrolled recursion level: a candidate for "what grew"
+                self.sizes.append((locs[0].pointer or "#", tree.dfa.num_states))
         return tree
 
     def any_value(self) -> RegexNode:
@@ -113,6 +117,20 @@ class SchemaEmitter:
 
     # -- combinators --------------------------------------------------------------------
     def spec_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
+        """The language of one record; an automaton too large to build is blamed on this record.
+
+        The innermost record whose construction fails names its pointer (outer
+        records let the SchemaError through), so the error says which sub-schema grew.
+        """
+        built_before = len(self.sizes)
+        try:
+            return self._spec_tree(spec, chain)
+        except RegexError as err:
+            where = spec.sources[0].pointer if spec.sources else ""
+            raise SchemaError(f"the language of this sub-schema could not be built: {err.reason}"
+                              f"{largest_parts(self.sizes[built_before:])}", where or "#") from None
+
+    def _spec_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         if spec.impossible:
             return NOTHING
         self._check_unsupported(spec)
@@ -229,7 +247,12 @@ class SchemaEmitter:
             except RegexError as err:
                 raise SchemaError(f"pattern {pattern!r} cannot be compiled: {err.reason}", (loc.pointer or "#") + "/pattern") from None
             patterns.append(pattern)
-        return string_tree(spec.min_length, spec.max_length, patterns, formats)
+        try:
+            tree = string_tree(spec.min_length, spec.max_length, patterns, formats)
+        except RegexError as err:
+            raise SchemaError(_string_blame(spec, patterns, formats, err.reason), _string_pointer(spec)) from None
+        self.sizes.append((_string_pointer(spec), _embedded_states(tree)))
+        return tree
 
     def _number_tree(self, spec: Spec, integer: bool) -> RegexNode:
         low, high = spec.minimum, spec.maximum
@@ -498,6 +521,40 @@ _NO_NAMES = ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.zeros(1, dtype=boo
 
 _STRIPPED = frozenset(("enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
                        "dependentSchemas", "dependentRequired", "dependencies", "$defs", "definitions"))
+
+
+def largest_parts(sizes: list[tuple[str, int]], count: int = 3) -> str:
+    """The sub-schemas (strings, unrolled recursion) with the largest automata: what made the whole too large."""
+    largest: dict[str, int] = {}
+    for pointer, states in sizes:
+        largest[pointer] = max(states, largest.get(pointer, 0))
+    big = sorted((item for item in largest.items() if item[1] >= 1000), key=lambda item: -item[1])[:count]
+    if not big:
+        return ""
+    return "; largest parts: " + ", ".join(f"{pointer} ({states:,} states)" for pointer, states in big)
+
+
+def _string_pointer(spec: Spec) -> str:
+    """The pointer of the schema that sets the string's length or pattern (a $ref target, maybe)."""
+    for loc in spec.sources:
+        if isinstance(loc.node, dict) and any(k in loc.node for k in ("maxLength", "minLength", "pattern", "format")):
+            return loc.pointer or "#"
+    return (spec.sources[0].pointer if spec.sources else "") or "#"
+
+
+def _string_blame(spec: Spec, patterns: list[str], formats: list[str], reason: str) -> str:
+    """What made a string's automaton too large: its patterns, formats and length bounds."""
+    parts = [f"pattern {p!r}" for p in patterns] + [f"format {f!r}" for f in formats]
+    bounds = ([f"minLength {spec.min_length}"] if spec.min_length else []) + \
+             ([f"maxLength {spec.max_length}"] if spec.max_length is not None else [])
+    what = " with ".join(filter(None, [" and ".join(parts), " and ".join(bounds)]))
+    return f"{what or 'the string'} needs more than {MAX_DFA_STATES:,} automaton states ({reason})"
+
+
+def _embedded_states(tree: RegexNode) -> int:
+    """States of the automata embedded in a string tree (the quotes around one automaton)."""
+    items = tree.items if isinstance(tree, Concat) else (tree,)
+    return sum(item.dfa.num_states for item in items if isinstance(item, Automaton))
 
 
 def _pending_checks(spec: Spec) -> list[Any]:

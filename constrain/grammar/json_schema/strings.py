@@ -13,13 +13,17 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ...automata.byte_dfa import build_byte_dfa
+import numpy as np
+
+from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import intersect
+from ...errors import RegexError
 from ..regex import Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, _Anchor, _Parser, _strip_anchors, normalize_ranges
 from .formats import FORMATS
 from .trees import EMPTY, NOTHING, alt, lit, rep, seq, star
 
-__all__ = ["encode_chars", "string_tree", "encoded_string", "ANY_CHAR", "pattern_tree", "format_dfa", "any_string_dfa"]
+__all__ = ["encode_chars", "string_tree", "encoded_string", "ANY_CHAR", "pattern_tree", "format_dfa", "any_string_dfa",
+           "counted_dfa", "length_range"]
 
 ANY_CHAR: RegexNode = CharSet(((0, 0xD7FF), (0xE000, 0x10FFFF)))
 _SHORT_ESCAPES = {0x22: '\\"', 0x5C: "\\\\", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
@@ -108,14 +112,18 @@ def pattern_tree(pattern: str) -> RegexNode:
 
 
 def string_tree(min_length: int, max_length: int | None, patterns: list[str], formats: list[str]) -> RegexNode:
-    """The encoded JSON string (quotes included) meeting every constraint; NOTHING if none can."""
+    """The encoded JSON string (quotes included) meeting every constraint; NOTHING if none can.
+
+    Length bounds become a counting automaton built directly (:func:`counted_dfa`),
+    and are dropped where every pattern or format already implies them
+    (``^[0-9a-f]{24}$`` with ``maxLength: 255``): the product would only cost time.
+    """
     if max_length is not None and min_length > max_length:
         return NOTHING
-    parts: list[RegexNode] = []
-    if min_length or max_length is not None:
-        parts.append(rep(ANY_CHAR, min_length, max_length))
-    parts += [pattern_tree(p) for p in patterns]
-    encoded = [encode_chars(part) for part in parts] + [Automaton(format_dfa(name)) for name in formats]
+    trees = [pattern_tree(p) for p in patterns]
+    encoded = [encode_chars(tree) for tree in trees] + [Automaton(format_dfa(name)) for name in formats]
+    if (min_length or max_length is not None) and not _bounds_implied(trees, formats, min_length, max_length):
+        encoded.insert(0, Automaton(counted_dfa(_encoded_char_dfa(), min_length, max_length)))
     if not encoded:
         return seq(lit('"'), encode_chars(star(ANY_CHAR)), lit('"'))
     if len(encoded) == 1:
@@ -126,6 +134,89 @@ def string_tree(min_length: int, max_length: int | None, patterns: list[str], fo
         if dfa is None:
             return NOTHING
     return seq(lit('"'), Automaton(dfa), lit('"'))
+
+
+def _bounds_implied(trees: list[RegexNode], formats: list[str], min_length: int, max_length: int | None) -> bool:
+    """Whether some pattern (or format) alone keeps every string within [min_length, max_length]."""
+    for tree in trees + [FORMATS[name] for name in formats]:
+        low, high = length_range(tree)
+        if low >= min_length and (max_length is None or (high is not None and high <= max_length)):
+            return True
+    return False
+
+
+def length_range(node: RegexNode) -> tuple[int, int | None]:
+    """(fewest, most) code points in a string of a code-point tree; most is None when unbounded.
+
+    A sound over-approximation: an alternative that can never match still counts.
+    Embedded automata are over bytes, so they count as "unknown" (0, None).
+    """
+    if isinstance(node, CharSet):
+        return (1, 1) if node.ranges else (0, 0)
+    if isinstance(node, (Concat, Alt)):
+        ranges = [length_range(item) for item in node.items]
+        if not ranges:
+            return (0, 0) if isinstance(node, Concat) else (0, None)
+        highs = [high for _, high in ranges]
+        if isinstance(node, Concat):
+            return sum(low for low, _ in ranges), None if None in highs else sum(highs)
+        return min(low for low, _ in ranges), None if None in highs else max(highs)
+    if isinstance(node, Repeat):
+        low, high = length_range(node.item)
+        if node.max is None:
+            return low * node.min, None if high != 0 else 0
+        return low * node.min, None if high is None else high * node.max
+    if isinstance(node, _Anchor):
+        return (0, 0)
+    return (0, None)
+
+
+@lru_cache(maxsize=None)
+def _encoded_char_dfa() -> ByteDFA:
+    """One character, JSON-encoded: the unit that ``minLength``/``maxLength`` count."""
+    return build_byte_dfa(encode_chars(ANY_CHAR))
+
+
+@lru_cache(maxsize=256)
+def counted_dfa(unit: ByteDFA, low: int, high: int | None) -> ByteDFA:
+    """Minimal DFA of ``unit{low,high}`` for a prefix-free ``unit`` (one encoded character).
+
+    Built directly as ``high + 1`` copies of the unit's non-final states (copy k:
+    k units read so far), a unit's last byte leading into the next copy, instead of
+    subset construction and minimisation, which grow faster than linearly with the
+    count (``maxLength: 3000`` took 50 s).  Unbounded counts loop on copy ``low``.
+
+    Raises
+    ------
+    RegexError
+        When the automaton would have more than ``MAX_DFA_STATES`` states.
+    """
+    inner = np.flatnonzero(~unit.accepting)  # every state but the unit's ends
+    assert not unit.accepting[unit.start] and (unit.trans[unit.accepting] < 0).all(), "unit must be prefix-free"
+    loops = high is None
+    copies = (low if loops else high) + 1
+    width = inner.size
+    if (copies - 1) * width + 1 > MAX_DFA_STATES:
+        raise RegexError(f"counting {copies - 1:,} characters takes {(copies - 1) * width + 1:,}", "", 0)
+    # One copy as a template: inner states by position (the unit's start at 0), a finished
+    # unit as `width` (the next copy's start), so copy k is the template plus k * width.
+    order = np.concatenate([[unit.start], inner[inner != unit.start]])
+    local = np.full(unit.num_states, -1, dtype=np.int32)
+    local[order] = np.arange(width, dtype=np.int32)
+    local[unit.accepting] = 0 if loops and low == 0 else width
+    rows = unit.trans[order]
+    template = np.where(rows >= 0, local[np.maximum(rows, 0)], -1).astype(np.int32)
+    trans = np.repeat(template[None], copies, axis=0)
+    trans += (np.arange(copies, dtype=np.int32) * np.int32(width))[:, None, None] * (template >= 0)[None]
+    trans = trans.reshape(copies * width, 256)
+    if not loops or copies > 1:  # the last copy's inner states are unreachable: keep only its start
+        trans = trans[: (copies - 1) * width + 1]
+        # maxLength: the last start reads nothing more; minLength with no maximum: it
+        # reads another unit like the copy before it (whose finished units lead back here).
+        trans[-1] = -1 if not loops else trans[(copies - 2) * width]
+    accepting = np.zeros(trans.shape[0], dtype=bool)
+    accepting[np.arange(low, copies) * width] = True
+    return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), accepting, 0)
 
 
 def _as_dfa(node: RegexNode):
