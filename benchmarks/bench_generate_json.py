@@ -22,6 +22,7 @@ Reports:
 Usage::
 
     python benchmarks/bench_generate_json.py --schemas 200 --hypothesis 300
+    python benchmarks/bench_generate_json.py --schemas 0 --hypothesis 300   # instances only
 """
 
 from __future__ import annotations
@@ -102,6 +103,25 @@ def run_hypothesis(compiled, tokenizer, info, examples: int) -> dict:
     return {"counts": dict(counts), "rejected": [(label, text[:300]) for label, text in rejected]}
 
 
+def report_generate(compiler, rows, tokenizer, info, args) -> dict:
+    from test_grammar_e2e import _tiny_llama
+
+    from constrain.testing import sample_jsonschemabench
+
+    sample = sample_jsonschemabench(rows, args.schemas, args.seed, args.max_chars)
+    compiled, refused, times = compile_all(compiler, sample)
+    print(f"## generate_json: {len(sample)} schemas, {len(compiled)} compiled, refused: {dict(refused)}")
+    print(f"compile s: p50 {fmt(percentile(times, 50), 3)}, p99 {fmt(percentile(times, 99), 3)}, "
+          f"max {fmt(max(times), 3)}")
+    model = _tiny_llama(len(tokenizer), seed=5)
+    gen = run_generate(compiled, model, tokenizer, info, args.max_new_tokens)
+    print(f"outputs finished {gen['finished']}, valid {gen['valid']} (jsonschema, formats on), schemas out of "
+          f"tokens {gen['unfinished_schemas']}, s/token p50 {fmt(gen['seconds_per_token_p50'], 4)}")
+    for item in gen["invalid"][:20]:
+        print("INVALID", item)
+    return gen
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--schemas", type=int, default=200)
@@ -116,25 +136,15 @@ def main(argv=None) -> int:
 
     from constrain import Compiler, TokenizerInfo
     from constrain.testing import load_jsonschemabench, sample_jsonschemabench
-    from test_grammar_e2e import _tiny_llama
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir(None))
     info = TokenizerInfo.from_huggingface(tokenizer)
     rows = load_jsonschemabench(data_dir() / "jsonschemabench")
     compiler = Compiler(info, cache_dir=False)
 
-    sample = sample_jsonschemabench(rows, args.schemas, args.seed, args.max_chars)
-    compiled, refused, times = compile_all(compiler, sample)
-    print(f"## generate_json: {len(sample)} schemas, {len(compiled)} compiled, refused: {dict(refused)}")
-    print(f"compile s: p50 {fmt(percentile(times, 50), 3)}, p99 {fmt(percentile(times, 99), 3)}, "
-          f"max {fmt(max(times), 3)}")
-    model = _tiny_llama(len(tokenizer), seed=5)
-    gen = run_generate(compiled, model, tokenizer, info, args.max_new_tokens)
-    print(f"outputs finished {gen['finished']}, valid {gen['valid']} (jsonschema, formats on), schemas out of "
-          f"tokens {gen['unfinished_schemas']}, s/token p50 {fmt(gen['seconds_per_token_p50'], 4)}")
-    for item in gen["invalid"][:20]:
-        print("INVALID", item)
-
+    gen = {"invalid": []}
+    if args.schemas:  # --schemas 0: only the hypothesis part
+        gen = report_generate(compiler, rows, tokenizer, info, args)
     hyp_sample = sample_jsonschemabench(rows, args.hypothesis, args.seed + 1, args.max_chars)
     hyp_compiled, hyp_refused, _ = compile_all(compiler, hyp_sample)
     hyp = run_hypothesis(hyp_compiled, tokenizer, info, args.examples)

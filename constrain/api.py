@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from .compiler import CompiledGrammar
-from .errors import ConstrainError
+from .grammar.json_schema import UNSATISFIABLE
+from .errors import ConstrainError, SchemaError
 
 __all__ = ["generate_json", "generate_regex", "generate_grammar", "generate_constrained", "model_vocab_size"]
 
@@ -242,6 +243,8 @@ def generate_json(
 
     compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_json_schema(
         schema, whitespace=whitespace, strict=strict)
+    if UNSATISFIABLE in compiled.notes:  # say so now, not "no token is allowed" after the prompt
+        raise SchemaError("no JSON value satisfies this schema (its keywords contradict each other)", "#")
     texts = generate_constrained(compiled, prompt, model, tokenizer, diffusion=diffusion, **generate_kwargs)
     values = [json.loads(text) for text in ([texts] if isinstance(texts, str) else texts)]
     if compiled.notes:
@@ -257,8 +260,6 @@ def validate_output(value: Any, compiled: CompiledGrammar) -> None:
     error says which keyword the value broke and which note relaxed it.
     """
     import jsonschema
-
-    from .errors import SchemaError
 
     schema = compiled.source
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)

@@ -23,7 +23,7 @@ import jsonschema
 import pytest
 
 from constrain import Compiler, Matcher, SchemaError
-from constrain.grammar.json_schema import JsonSchemaOptions, schema_to_dfa
+from constrain.grammar.json_schema import UNSATISFIABLE, JsonSchemaOptions, schema_to_dfa
 from constrain.grammar.json_schema.document import resolve_uri
 from constrain.testing import bitmask_to_ids, value_depth
 
@@ -734,6 +734,21 @@ def test_compiled_grammar_notes(llama3):
     assert any("uniqueItems" in n for n in compiled.notes)
     with pytest.raises(SchemaError, match="uniqueItems"):
         compiler.compile_json_schema({"type": "array", "uniqueItems": True})
+
+
+CONTRADICTORY_DIMENSIONS = {  # every branch of the oneOf forbids a name the object requires
+    "type": "object", "required": ["length", "width", "radius"],
+    "properties": {"length": {"type": "number"}, "width": {"type": "number"}, "radius": {"type": "number"}},
+    "oneOf": [{"not": {"required": ["radius"]}, "required": ["length", "width"]},
+              {"not": {"required": ["length", "width"]}, "required": ["radius"]}]}
+
+
+@pytest.mark.parametrize("schema", [False, {"not": {}}, {"type": "object", "required": ["d"],
+                                                          "properties": {"d": CONTRADICTORY_DIMENSIONS}}])
+def test_unsatisfiable_schemas_compile_to_the_empty_language_with_a_note(schema):
+    language = schema_to_dfa(schema)
+    assert UNSATISFIABLE in language.notes
+    assert not language.dfa.accepting.any() and (language.dfa.trans < 0).all()
 
 
 def test_refs_into_other_documents_given_as_resources():

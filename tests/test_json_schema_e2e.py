@@ -86,6 +86,14 @@ def test_tiny_model_outputs_validate(bench_rows, llama3):
     assert finished >= len(compiled) // 2, unfinished
 
 
+def test_generate_json_refuses_an_unsatisfiable_schema_before_decoding(llama3):
+    tokenizer, _ = llama3
+    schema = {"type": "object", "required": ["a"], "properties": {"a": {"type": "integer", "minimum": 3,
+                                                                       "maximum": 2}}}
+    with pytest.raises(SchemaError, match="no JSON value satisfies"):
+        generate_json(schema, "JSON:", _tiny_llama(len(tokenizer), seed=5), tokenizer, max_new_tokens=4)
+
+
 def test_hypothesis_instances_accepted(bench_rows, llama3):
     tokenizer, info = llama3
     compiler = Compiler(info, cache_dir=False)

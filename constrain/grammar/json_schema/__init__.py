@@ -20,11 +20,13 @@ from .document import SchemaDocument, load_schema
 from .emit import WHITESPACE_MODES, WS_BYTES, Layout, SchemaEmitter, largest_parts
 from .trees import NOTHING, seq
 
-__all__ = ["JsonSchemaOptions", "SchemaLanguage", "schema_to_dfa", "load_schema"]
+__all__ = ["JsonSchemaOptions", "SchemaLanguage", "schema_to_dfa", "load_schema", "UNSATISFIABLE"]
 
 
 # The language of a schema no value satisfies: one state, no transitions, not accepting.
 EMPTY_LANGUAGE = ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.zeros(1, dtype=bool), 0)
+#: The note an unsatisfiable schema's compile carries (``generate_json`` refuses to decode it).
+UNSATISFIABLE = "#: no JSON value satisfies this schema"
 
 
 @dataclass(frozen=True)
@@ -75,13 +77,15 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
     try:
         tree = emitter.root()
         if tree is NOTHING:  # e.g. `false`: a valid compile whose matcher allows nothing, not even EOS
-            return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + ["#: no JSON value satisfies this schema"])
+            return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [UNSATISFIABLE])
         dfa = build_byte_dfa(seq(layout.ws, tree, layout.ws), minimize=False)
     except RegexError as err:
         raise SchemaError(f"the schema's language could not be built: {err.reason}{largest_parts(emitter.sizes)}",
                           "#") from None
     except RecursionError:
         raise SchemaError("the schema nests too deeply to compile", "#") from None
+    if not dfa.accepting.any():  # emptiness found only by the set operations (oneOf, not, ...)
+        return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [UNSATISFIABLE])
     if options.whitespace == "flexible":
         dfa = bound_runs(dfa, structural_loops(dfa), WS_BYTES, options.max_whitespace)
     return SchemaLanguage(dfa, emitter.notes)
