@@ -26,7 +26,7 @@ from ..errors import RegexError
 from ..grammar.regex import Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, parse_regex
 from .utf8 import ranges_to_utf8_sequences
 
-__all__ = ["ByteDFA", "build_byte_dfa", "build_labeled_dfa", "regex_to_dfa"]
+__all__ = ["ByteDFA", "build_byte_dfa", "build_labeled_dfa", "regex_to_dfa", "warm_up"]
 
 # Guard against patterns like (a{1000}){1000} whose expansion is astronomically large.
 MAX_NFA_STATES = 2_000_000
@@ -704,3 +704,14 @@ def regex_to_dfa(pattern: str) -> ByteDFA:
         if err.pattern or not pattern:
             raise
         raise RegexError(err.reason, pattern, err.position) from None
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's disk cache) every kernel of this pipeline, once per process.
+
+    The first call of each kernel costs seconds of JIT (hundreds of milliseconds to
+    load it from the cache); calling this before timing or forking keeps that out
+    of any one compile.  A regex that is not a finite word list takes the general
+    path: subset construction, dead-state pruning, minimisation.
+    """
+    build_byte_dfa(parse_regex("(a|bc)*d"))
