@@ -1,18 +1,21 @@
 """Regex trees to minimal byte-level DFAs.
 
 The pipeline is Thompson construction over UTF-8 byte ranges, subset construction,
-then Moore minimisation over byte equivalence classes, then removal of dead
+then Hopcroft minimisation over byte equivalence classes, then removal of dead
 states.  The result, :class:`ByteDFA`, is three flat arrays: ``trans[state, byte]``
 (``-1`` where the byte leads to a dead end), ``accepting[state]`` and a start state.
 Because dead states are removed, *every* state of a ByteDFA can still reach an
 accepting state: "the walk never hit -1" is the same as "still a viable prefix",
 which is what makes token masks exact with a single trie walk.
 
-Cost: linear in the size of the tree for the NFA; the subset construction visits
-each DFA state once and works on byte ranges, never on 256 separate bytes in
-Python; minimisation iterates ``numpy.unique`` over compressed rows.  A
-1,000-word alternation compiles in tens of milliseconds (interegular's FSM
-construction takes seconds on it).
+Cost: linear in the size of the tree for the NFA (the only per-node Python work);
+determinisation, dead-state search and minimisation run as numba kernels
+(:mod:`constrain.automata._dfa_kernels`) over a CSR form of the NFA and over the
+flat tables, and work on byte ranges and byte classes, never on 256 separate
+bytes per state.  The Python versions of subset construction and Hopcroft's
+refinement stay here as ``*_reference`` functions: they are the readable
+specification the tests hold the kernels to.  A 1,000-word alternation compiles
+in tens of milliseconds (interegular's FSM construction takes seconds on it).
 """
 
 from __future__ import annotations
