@@ -308,40 +308,43 @@ def gather_rows(trans, rows, new_index):
 
 @njit(cache=True, nogil=True)
 def byte_classes(trans):
-    """Compact transition table over byte classes: ``(compact, n_classes)``, ``-1`` mapped to ``n``.
+    """Compact transition table over byte classes, ``-1`` mapped to ``n`` (the sink).
 
     Bytes whose columns are equal behave alike in every state, so minimisation
-    only needs one column per class.  Columns are found equal by a 64-bit hash,
-    then verified entry by entry.
+    only needs one column per class.  Columns are grouped by a 64-bit hash built
+    row by row (the table is row-major: walking it by columns would miss the cache
+    on every entry), then the grouping is verified in a second row-wise pass; a
+    hash collision, should one ever occur, falls back to comparing columns.
     """
     n = trans.shape[0]
-    hashes = np.empty(256, np.uint64)
-    for b in range(256):
-        h = _HASH_SEED
-        for s in range(n):
-            h = (h ^ np.uint64(trans[s, b] + 1)) * _HASH_PRIME
-            h ^= h >> np.uint64(29)
-        hashes[b] = h
-    kept = np.empty(256, np.int32)
-    num_kept = 0
-    for b in range(256):
-        duplicate = False
-        for k in range(num_kept):
-            other = kept[k]
-            if hashes[other] == hashes[b]:
-                duplicate = True
-                for s in range(n):
-                    if trans[s, other] != trans[s, b]:
-                        duplicate = False
-                        break
-                if duplicate:
-                    break
-        if not duplicate:
-            kept[num_kept] = b
-            num_kept += 1
-    compact = np.empty((n, num_kept), np.int32)
+    hashes = np.full(256, _HASH_SEED, np.uint64)
     for s in range(n):
-        for k in range(num_kept):
+        for b in range(256):
+            h = (hashes[b] ^ np.uint64(trans[s, b] + 1)) * _HASH_PRIME
+            hashes[b] = h ^ (h >> np.uint64(29))
+    rep = np.empty(256, np.int32)
+    for b in range(256):
+        rep[b] = b
+        for other in range(b):
+            if rep[other] == other and hashes[other] == hashes[b]:
+                rep[b] = other
+                break
+    collision = False
+    for s in range(n):
+        for b in range(256):
+            if trans[s, b] != trans[s, rep[b]]:
+                collision = True
+    if collision:
+        for b in range(256):
+            rep[b] = b
+            for other in range(b):
+                if rep[other] == other and np.array_equal(trans[:, other], trans[:, b]):
+                    rep[b] = other
+                    break
+    kept = np.flatnonzero(rep == np.arange(256))
+    compact = np.empty((n, kept.shape[0]), np.int32)
+    for s in range(n):
+        for k in range(kept.shape[0]):
             t = trans[s, kept[k]]
             compact[s, k] = t if t >= 0 else n
     return compact
@@ -361,22 +364,24 @@ def hopcroft_blocks(compact, labels):
     n, num_classes = compact.shape
     total = n + 1  # the sink is state n
     # Predecessors on each class: inv_src[c, inv_ptr[c, t]:inv_ptr[c, t + 1]].
+    # (Row-major walks of ``compact``: it is (n, classes), C order.)
     inv_ptr = np.zeros((num_classes, total + 1), np.int32)
-    for c in range(num_classes):
-        for s in range(n):
+    for s in range(n):
+        for c in range(num_classes):
             inv_ptr[c, compact[s, c] + 1] += 1
+    for c in range(num_classes):
         inv_ptr[c, total] += 1  # sink -> sink
         for t in range(total):
             inv_ptr[c, t + 1] += inv_ptr[c, t]
     inv_src = np.empty((num_classes, total), np.int32)
-    fill = np.empty(total, np.int32)
-    for c in range(num_classes):
-        fill[:] = inv_ptr[c, :total]
-        for s in range(n):
+    fill = inv_ptr[:, :total].copy()
+    for s in range(n):
+        for c in range(num_classes):
             t = compact[s, c]
-            inv_src[c, fill[t]] = s
-            fill[t] += 1
-        inv_src[c, fill[n]] = n
+            inv_src[c, fill[c, t]] = s
+            fill[c, t] += 1
+    for c in range(num_classes):
+        inv_src[c, fill[c, n]] = n
     # Initial partition: one block per label, the sink with label -1.
     ext_labels = np.empty(total, np.int64)
     ext_labels[:n] = labels
