@@ -203,3 +203,146 @@ def test_literal_alternation_trie_matches_general_construction():
         for cut in range(len(data) + 1):
             assert fast.is_prefix(data[:cut]) == general.is_prefix(data[:cut])
     assert np.all(fast.trans[fast.trans >= 0] < fast.num_states)
+
+
+# -- the numba kernels against the pure-Python reference construction ------------------------------
+KERNEL_PATTERNS = DIFFERENTIAL + [
+    r"[\u0100-\uffff]+z",
+    r"[\u00c0-\u024f\u4e00-\u9fff]{2,5}",
+    r"[^\u0000-\u007f]{1,3}|[\u{10000}-\u{10ffff}]",
+    r"\d{1,3}(\.\d{1,3}){3}",
+    r"(a|b)*abb(a|b){3}",
+    r"(ab|a)*(ba|b)*",
+    r"(foo|bar|baz)+x?|qux{2,}",
+    r"[^\"\\]*(\\.[^\"\\]*)*",
+    r"(?:[a-f0-9]{8}-){2}[a-f0-9]{4}",
+    r".{0,7}",
+    r"(a{2,4}|b{3}){1,3}c*",
+]
+
+
+def _nfa_of(tree):
+    from constrain.automata.byte_dfa import _NFA
+
+    nfa = _NFA()
+    start, final = nfa.new_state(), nfa.new_state()
+    nfa.build(tree, start, final)
+    return nfa, start, final
+
+
+def _reference_dfa(tree):
+    """``build_byte_dfa`` done entirely by the Python reference functions."""
+    import numpy as np
+
+    from constrain.automata.byte_dfa import (
+        ByteDFA, _live_states_reference, _minimize, _subset_construction_reference,
+    )
+
+    nfa, start, final = _nfa_of(tree)
+    trans, labels, (start_state,) = _subset_construction_reference(nfa, (start,), {final: 0})
+    live = _live_states_reference(trans, labels >= 0)
+    index = np.cumsum(live) - 1
+    pruned = np.where(trans[live] >= 0, index[np.maximum(trans[live], 0)], -1)
+    trans, labels, (start_state,) = _minimize(pruned, labels[live], (int(index[start_state]),), reference=True)
+    return ByteDFA(trans.astype(np.int32), labels >= 0, start_state)
+
+
+def _assert_same_language(a, b, same_size=True):
+    from constrain.automata.dfa_ops import difference
+
+    assert a.num_states == b.num_states or not same_size
+    assert difference(a, b) is None and difference(b, a) is None
+
+
+def _assert_same_construction(nfa, starts, finals):
+    """The numba subset construction is bit-identical to the Python one (same numbering)."""
+    import numpy as np
+
+    from constrain.automata.byte_dfa import _subset_construction, _subset_construction_reference
+
+    fast = _subset_construction(nfa, starts, finals)
+    slow = _subset_construction_reference(nfa, starts, finals)
+    assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1]) and fast[2] == slow[2]
+    return fast
+
+
+def _assert_kernel_matches_reference(tree):
+    from constrain.automata.byte_dfa import build_byte_dfa
+
+    nfa, start, final = _nfa_of(tree)
+    _assert_same_construction(nfa, (start,), {final: 0})
+    _assert_same_language(build_byte_dfa(tree), _reference_dfa(tree))
+
+
+@pytest.mark.parametrize("pattern", KERNEL_PATTERNS)
+def test_numba_construction_matches_reference(pattern):
+    from constrain.grammar.regex import parse_regex
+
+    _assert_kernel_matches_reference(parse_regex(pattern))
+
+
+def test_numba_construction_matches_reference_on_schema_automata():
+    """Trees embedding JSON Schema DFAs (the Automaton blocks of the NFA) and several starts."""
+    from constrain.automata.byte_dfa import _NFA, build_labeled_dfa
+    from constrain.grammar.json_schema import schema_to_dfa
+    from constrain.grammar.regex import Alt, Automaton, Concat, Repeat, parse_regex
+
+    schemas = [
+        {"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}, "b": {"type": "string"}},
+         "required": ["a"]},
+        {"type": "array", "items": {"enum": ["x", "yy", 1, None]}, "maxItems": 3},
+        {"type": "string", "pattern": "^[a-z]{2,4}-\\d+$"},
+        {"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": 3}]},
+    ]
+    dfas = [schema_to_dfa(schema).dfa for schema in schemas]
+    for dfa in dfas:
+        _assert_kernel_matches_reference(Concat((Automaton(dfa), Repeat(parse_regex("[,;]"), 0, None))))
+    _assert_kernel_matches_reference(Repeat(Alt(tuple(Automaton(dfa) for dfa in dfas)), 1, 2))
+    # Several starts and ranked finals: the lexer's labelled union.
+    trees = [Automaton(dfas[0]), parse_regex(r"[a-z]+"), parse_regex(r"\d+|null")]
+    nfa = _NFA()
+    starts = (nfa.new_state(), nfa.new_state())
+    finals = {}
+    for rank, tree in enumerate(trees):
+        final = nfa.new_state()
+        entry = nfa.new_state()
+        for start in starts[: 2 - (rank % 2)]:
+            nfa.add_eps(start, entry)
+        nfa.build(tree, entry, final)
+        finals[final] = rank
+    _, labels, _ = _assert_same_construction(nfa, starts, finals)
+    assert set(labels.tolist()) == {-1, 0, 1, 2}
+    build_labeled_dfa(trees, [False, False, True], second_start=[False, True, False])
+
+
+def test_numba_minimisation_matches_reference_on_random_tables():
+    """Random partial DFAs (many equivalent states) minimise to the same language and size."""
+    import numpy as np
+
+    from constrain.automata.byte_dfa import ByteDFA, _minimize, _prune_dead
+
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        n = int(rng.integers(2, 60))
+        classes = rng.integers(0, 4, size=256)  # a few byte classes, like real automata
+        table = rng.integers(-1, n, size=(n, 4)).astype(np.int32)
+        trans = np.ascontiguousarray(table[:, classes])
+        labels = np.where(rng.random(n) < 0.3, rng.integers(0, 3, size=n), -1).astype(np.int32)
+        pruned = _prune_dead(trans, labels, (0,))
+        if pruned is None:
+            continue
+        fast = _minimize(*pruned)
+        slow = _minimize(*pruned, reference=True)
+        assert fast[0].shape == slow[0].shape and sorted(fast[1].tolist()) == sorted(slow[1].tolist())
+        for label in set(slow[1].tolist()):
+            a = ByteDFA(fast[0], fast[1] == label, fast[2][0])
+            b = ByteDFA(slow[0], slow[1] == label, slow[2][0])
+            _assert_same_language(a, b, same_size=False)
+
+
+def test_numba_construction_keeps_the_state_limit(monkeypatch):
+    from constrain.automata import byte_dfa
+
+    monkeypatch.setattr(byte_dfa, "MAX_DFA_STATES", 5)
+    with pytest.raises(RegexError, match="more than 5 states"):
+        byte_dfa.build_byte_dfa(byte_dfa.parse_regex(r"[a-z]{10}x"))

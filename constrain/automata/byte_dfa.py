@@ -1,23 +1,27 @@
 """Regex trees to minimal byte-level DFAs.
 
 The pipeline is Thompson construction over UTF-8 byte ranges, subset construction,
-then Moore minimisation over byte equivalence classes, then removal of dead
+then Hopcroft minimisation over byte equivalence classes, then removal of dead
 states.  The result, :class:`ByteDFA`, is three flat arrays: ``trans[state, byte]``
 (``-1`` where the byte leads to a dead end), ``accepting[state]`` and a start state.
 Because dead states are removed, *every* state of a ByteDFA can still reach an
 accepting state: "the walk never hit -1" is the same as "still a viable prefix",
 which is what makes token masks exact with a single trie walk.
 
-Cost: linear in the size of the tree for the NFA; the subset construction visits
-each DFA state once and works on byte ranges, never on 256 separate bytes in
-Python; minimisation iterates ``numpy.unique`` over compressed rows.  A
-1,000-word alternation compiles in tens of milliseconds (interegular's FSM
-construction takes seconds on it).
+Cost: linear in the size of the tree for the NFA (the only per-node Python work);
+determinisation, dead-state search and minimisation run as numba kernels
+(:mod:`constrain.automata._dfa_kernels`) over a CSR form of the NFA and over the
+flat tables, and work on byte ranges and byte classes, never on 256 separate
+bytes per state.  The Python versions of subset construction and Hopcroft's
+refinement stay here as ``*_reference`` functions: they are the readable
+specification the tests hold the kernels to.  A 1,000-word alternation compiles
+in tens of milliseconds (interegular's FSM construction takes seconds on it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,7 +29,7 @@ from ..errors import RegexError
 from ..grammar.regex import Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, parse_regex
 from .utf8 import ranges_to_utf8_sequences
 
-__all__ = ["ByteDFA", "build_byte_dfa", "build_labeled_dfa", "regex_to_dfa"]
+__all__ = ["ByteDFA", "build_byte_dfa", "build_labeled_dfa", "regex_to_dfa", "warm_up"]
 
 # Guard against patterns like (a{1000}){1000} whose expansion is astronomically large.
 MAX_NFA_STATES = 2_000_000
@@ -50,7 +54,7 @@ class ByteDFA:
     accepting: np.ndarray
     start: int
     _rows: list = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
-    _runs: list = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    _runs: np.ndarray = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     @property
     def num_states(self) -> int:
@@ -89,9 +93,28 @@ class ByteDFA:
         return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), labels >= 0, start)
 
     def byte_runs(self) -> list[list[tuple[int, int, int]]]:
-        """Per state, ``(lo, hi, target)`` for each run of bytes with one live target (memoised)."""
+        """Per state, ``(lo, hi, target)`` for each run of bytes with one live target."""
+        table = self.run_table()
+        bounds = np.searchsorted(table[:, 0], np.arange(self.num_states + 1)).tolist()
+        runs = [tuple(run) for run in table[:, 1:].tolist()]
+        return [runs[bounds[s] : bounds[s + 1]] for s in range(self.num_states)]
+
+    def run_table(self) -> np.ndarray:
+        """int32 ``[k, 4]`` rows ``(state, lo, hi, target)``: each maximal run of bytes with one
+        live target, by state then byte (memoised; computed with array operations, since
+        embedding a DFA into an NFA needs every run of every row).
+        """
         if self._runs is None:
-            object.__setattr__(self, "_runs", [list(_byte_runs(row)) for row in self._python_rows()])
+            n = self.num_states
+            change = np.ones((n, 256), dtype=bool)
+            change[:, 1:] = self.trans[:, 1:] != self.trans[:, :-1]
+            state, lo = np.nonzero(change)
+            first = state * 256 + lo
+            last = np.append(first[1:], n * 256) - 1 - state * 256  # a row's last run ends at 255
+            target = self.trans[state, lo]
+            live = target >= 0
+            table = np.stack([state[live], lo[live], last[live], target[live]], axis=1).astype(np.int32)
+            object.__setattr__(self, "_runs", table)
         return self._runs
 
     def _python_rows(self) -> list:
@@ -102,21 +125,48 @@ class ByteDFA:
 
 
 class _NFA:
-    """A Thompson NFA over byte ranges, built from a regex tree."""
+    """A Thompson NFA over byte ranges, built from a regex tree.
+
+    Moves are kept as flat lists (``eps``: source, target pairs; ``edges``: source,
+    lo, hi, target quadruples) plus whole int32 blocks of edges for embedded DFAs,
+    because the determinisation kernel wants them as CSR arrays (:meth:`csr`), and
+    flat appends are the cheapest thing Python can do per move.
+    """
 
     def __init__(self) -> None:
-        self.eps: list[list[int]] = []
-        self.edges: list[list[tuple[int, int, int]]] = []
+        self.num_states = 0
+        self.eps: list[int] = []
+        self.edges: list[int] = []
+        self.edge_blocks: list[np.ndarray] = []
 
     def new_state(self) -> int:
-        if len(self.eps) >= MAX_NFA_STATES:
+        return self.new_states(1)
+
+    def new_states(self, count: int) -> int:
+        """Allocate ``count`` consecutive states; returns the first one."""
+        if self.num_states + count > MAX_NFA_STATES:
             raise RegexError(
                 f"the pattern expands to more than {MAX_NFA_STATES} automaton states; "
                 "reduce nested repetition counts", "", 0,
             )
-        self.eps.append([])
-        self.edges.append([])
-        return len(self.eps) - 1
+        self.num_states += count
+        return self.num_states - count
+
+    def add_eps(self, source: int, target: int) -> None:
+        self.eps += (source, target)
+
+    def add_edge(self, source: int, lo: int, hi: int, target: int) -> None:
+        """A move from ``source`` to ``target`` on any byte in ``lo..hi``."""
+        self.edges += (source, lo, hi, target)
+
+    def csr(self) -> "_CSR":
+        """The NFA as CSR arrays (moves grouped by source state, in insertion order)."""
+        eps = np.asarray(self.eps, dtype=np.int32).reshape(-1, 2)
+        edges = np.concatenate([np.asarray(self.edges, dtype=np.int32).reshape(-1, 4), *self.edge_blocks])
+        eps_ptr, eps = _group_by_source(eps, self.num_states)
+        edge_ptr, edges = _group_by_source(edges, self.num_states)
+        return _CSR(eps_ptr, np.ascontiguousarray(eps[:, 1]), edge_ptr, np.ascontiguousarray(edges[:, 1]),
+                    np.ascontiguousarray(edges[:, 2]), np.ascontiguousarray(edges[:, 3]))
 
     def build(self, node: RegexNode, start: int, end: int) -> None:
         """Wire ``node`` between ``start`` and ``end``."""
@@ -138,21 +188,21 @@ class _NFA:
 
     def build_automaton(self, dfa: "ByteDFA", start: int, end: int) -> None:
         """Wire a copy of ``dfa`` between ``start`` and ``end`` (one NFA state per DFA state)."""
-        base = len(self.eps)
-        for _ in range(dfa.num_states):
-            self.new_state()
-        self.eps[start].append(base + dfa.start)
+        base = self.new_states(dfa.num_states)
+        self.add_eps(start, base + dfa.start)
         for state in np.flatnonzero(dfa.accepting).tolist():
-            self.eps[base + state].append(end)
-        for state, runs in enumerate(dfa.byte_runs()):
-            self.edges[base + state].extend((lo, hi, base + target) for lo, hi, target in runs)
+            self.add_eps(base + state, end)
+        runs = dfa.run_table().copy()
+        runs[:, 0] += base
+        runs[:, 3] += base
+        self.edge_blocks.append(runs)
 
     def build_graph(self, graph: "Graph", start: int, end: int) -> None:
         """Wire a :class:`Graph`: one NFA state per graph state, each edge its sub-tree."""
         ids = [self.new_state() for _ in range(graph.num_states)]
-        self.eps[start].append(ids[graph.start])
+        self.add_eps(start, ids[graph.start])
         for final in graph.finals:
-            self.eps[ids[final]].append(end)
+            self.add_eps(ids[final], end)
         for source, node, target in graph.edges:
             self.build(node, ids[source], ids[target])
 
@@ -169,7 +219,7 @@ class _NFA:
             state, length = queue.pop()
             here = ids[(state, length)]
             if dfa.accepting[state] and length > 0:
-                self.eps[here].append(end)
+                self.add_eps(here, end)
             if length == max_len:
                 continue
             for byte, last, target in _byte_runs(rows[state]):
@@ -177,7 +227,7 @@ class _NFA:
                 if key not in ids:
                     ids[key] = self.new_state()
                     queue.append(key)
-                self.edges[here].append((byte, last, ids[key]))
+                self.add_edge(here, byte, last, ids[key])
 
     def build_charset(self, node: CharSet, start: int, end: int) -> None:
         # Sequences sharing a suffix (e.g. the trailing [80-BF][80-BF]) share states.
@@ -190,15 +240,15 @@ class _NFA:
                 if state is None:
                     state = self.new_state()
                     lo, hi = seq[k]
-                    self.edges[state].append((lo, hi, target))
+                    self.add_edge(state, lo, hi, target)
                     suffix_states[key] = state
                 target = state
             lo, hi = seq[0]
-            self.edges[start].append((lo, hi, target))
+            self.add_edge(start, lo, hi, target)
 
     def build_concat(self, items, start: int, end: int) -> None:
         if not items:
-            self.eps[start].append(end)
+            self.add_eps(start, end)
             return
         current = start
         for k, item in enumerate(items):
@@ -214,17 +264,36 @@ class _NFA:
             current = nxt
         if node.max is None:
             loop_in, loop_out = self.new_state(), self.new_state()
-            self.eps[current].append(loop_in)
+            self.add_eps(current, loop_in)
             self.build(node.item, loop_in, loop_out)
-            self.eps[loop_out].append(loop_in)
-            self.eps[loop_in].append(end)
+            self.add_eps(loop_out, loop_in)
+            self.add_eps(loop_in, end)
             return
         for _ in range(node.max - node.min):
             nxt = self.new_state()
-            self.eps[current].append(end)
+            self.add_eps(current, end)
             self.build(node.item, current, nxt)
             current = nxt
-        self.eps[current].append(end)
+        self.add_eps(current, end)
+
+
+class _CSR(NamedTuple):
+    """An NFA as flat int32 arrays: state ``s``'s moves are ``[ptr[s]:ptr[s + 1]]`` slices."""
+
+    eps_ptr: np.ndarray
+    eps_dst: np.ndarray
+    edge_ptr: np.ndarray
+    edge_lo: np.ndarray
+    edge_hi: np.ndarray
+    edge_dst: np.ndarray
+
+
+def _group_by_source(moves: np.ndarray, num_states: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row pointers and ``moves`` (column 0: source state) stably sorted by source."""
+    moves = moves[np.argsort(moves[:, 0], kind="stable")]
+    ptr = np.zeros(num_states + 1, dtype=np.int32)
+    ptr[1:] = np.cumsum(np.bincount(moves[:, 0], minlength=num_states))
+    return ptr, moves
 
 
 def _byte_runs(row: list[int]):
@@ -240,7 +309,7 @@ def _byte_runs(row: list[int]):
         byte = last + 1
 
 
-def _closure_fn(nfa: _NFA):
+def _closure_fn(nfa: "_ListNFA"):
     """Return a memoised epsilon-closure of single NFA states."""
     memo: dict[int, frozenset[int]] = {}
 
@@ -280,12 +349,52 @@ def _byte_partition(edges: dict[tuple[int, int], set[int]]):
             yield a, b, targets
 
 
+class _ListNFA(NamedTuple):
+    """An NFA as per-state Python lists, for the reference construction."""
+
+    eps: list[list[int]]
+    edges: list[list[tuple[int, int, int]]]
+
+    @staticmethod
+    def from_csr(csr: _CSR) -> "_ListNFA":
+        eps_ptr, edge_ptr = csr.eps_ptr.tolist(), csr.edge_ptr.tolist()
+        eps_dst = csr.eps_dst.tolist()
+        edges = list(zip(csr.edge_lo.tolist(), csr.edge_hi.tolist(), csr.edge_dst.tolist()))
+        return _ListNFA([eps_dst[a:b] for a, b in zip(eps_ptr, eps_ptr[1:])],
+                        [edges[a:b] for a, b in zip(edge_ptr, edge_ptr[1:])])
+
+
+def _too_many_dfa_states() -> RegexError:
+    return RegexError(f"the pattern's automaton has more than {MAX_DFA_STATES} states", "", 0)
+
+
 def _subset_construction(nfa: _NFA, starts: tuple[int, ...], finals: dict[int, int]):
-    """Determinise the NFA; returns (trans, labels) with -1 for missing bytes.
+    """Determinise the NFA; returns (trans, labels, start_ids) with -1 for missing bytes.
 
     ``finals`` maps accepting NFA states to a rank; a DFA state's label is the
-    smallest rank among its accepting members (-1: not accepting).
+    smallest rank among its accepting members (-1: not accepting).  DFA states are
+    numbered in discovery order, the starts first.  Runs the numba kernel (the
+    Python loop over frozensets was most of a JSON Schema's compile time);
+    :func:`_subset_construction_reference` is the same algorithm in Python.
     """
+    from ._dfa_kernels import SUBSET_OVERFLOW, subset_construction
+
+    rank = np.full(nfa.num_states, -1, dtype=np.int32)
+    rank[list(finals)] = list(finals.values())
+    trans, labels, start_ids, status = subset_construction(
+        *nfa.csr(), rank, np.asarray(starts, dtype=np.int32), MAX_DFA_STATES)
+    if status == SUBSET_OVERFLOW:
+        raise _too_many_dfa_states()
+    return trans, labels, tuple(start_ids.tolist())
+
+
+def _subset_construction_reference(nfa: _NFA, starts: tuple[int, ...], finals: dict[int, int]):
+    """Pure-Python :func:`_subset_construction` (same contract, same state numbering).
+
+    Kept as the readable specification of the numba kernel, which the tests compare
+    against it.
+    """
+    nfa = _ListNFA.from_csr(nfa.csr())
     closure = _closure_fn(nfa)
     index: dict[frozenset[int], int] = {}
     order: list[frozenset[int]] = []
@@ -308,9 +417,7 @@ def _subset_construction(nfa: _NFA, starts: tuple[int, ...], finals: dict[int, i
             if dfa_state is None:
                 dfa_state = len(order)
                 if dfa_state >= MAX_DFA_STATES:
-                    raise RegexError(
-                        f"the pattern's automaton has more than {MAX_DFA_STATES} states", "", 0
-                    )
+                    raise _too_many_dfa_states()
                 index[target_set] = dfa_state
                 order.append(target_set)
             row[a:b] = dfa_state
@@ -322,7 +429,14 @@ def _subset_construction(nfa: _NFA, starts: tuple[int, ...], finals: dict[int, i
 
 
 def _live_states(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
-    """States from which an accepting state is reachable (reverse breadth-first search)."""
+    """States from which an accepting state is reachable (a numba reverse search)."""
+    from ._dfa_kernels import live_states
+
+    return live_states(np.ascontiguousarray(trans, dtype=np.int32), np.ascontiguousarray(accepting, dtype=bool))
+
+
+def _live_states_reference(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+    """Pure-Python :func:`_live_states` (reverse breadth-first search), for the tests."""
     src, byte = np.nonzero(trans >= 0)
     dst = trans[src, byte]
     n = trans.shape[0]
@@ -348,9 +462,12 @@ def _prune_dead(trans: np.ndarray, labels: np.ndarray, starts: tuple[int, ...]):
     live = _live_states(trans, labels >= 0)
     if not all(live[start] for start in starts):
         return None
-    new_index = np.full(trans.shape[0] + 1, -1, dtype=np.int32)  # last slot maps -1 to -1
-    new_index[np.nonzero(live)[0]] = np.arange(int(live.sum()), dtype=np.int32)
-    pruned = new_index[trans[live]]
+    from ._dfa_kernels import gather_rows
+
+    kept = np.flatnonzero(live)
+    new_index = np.full(trans.shape[0], -1, dtype=np.int32)
+    new_index[kept] = np.arange(kept.size, dtype=np.int32)
+    pruned = gather_rows(np.ascontiguousarray(trans, dtype=np.int32), kept, new_index)
     return pruned, labels[live], tuple(int(new_index[start]) for start in starts)
 
 
@@ -369,47 +486,6 @@ def _distinct_columns(trans: np.ndarray) -> np.ndarray:
     return trans[:, keep]
 
 
-# Hopcroft's splitter bookkeeping beats Moore's full passes on small or chain-like
-# DFAs (a{1000}: 5 ms vs 50 ms), Moore's vectorised passes win on wide ones with
-# many byte classes (a 1,000-word alternation: 77 ms vs 200 ms).
-_HOPCROFT_MAX_CELLS = 20_000
-
-
-_MOORE_MULTIPLIERS = np.random.default_rng(0x5EED).integers(1, 2**62, size=257, dtype=np.uint64) | np.uint64(1)
-
-
-def _moore_blocks(compact: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Moore partition refinement, vectorised; ``compact[s, c]`` is ``n`` for the sink.
-
-    Each round hashes a state's (block, successor blocks) signature into one
-    64-bit key, so a round is one ``np.unique`` however many byte classes there
-    are; the round's partition is then verified exactly (every state's signature
-    equals its block representative's), and a collision, should one ever occur,
-    falls back to the exact column-by-column fold.
-    """
-    block = np.unique(labels.astype(np.int64), return_inverse=True)[1].reshape(-1)
-    num_blocks = int(block.max()) + 1
-    multipliers = _MOORE_MULTIPLIERS[: compact.shape[1] + 1]
-    while True:
-        extended = np.append(block, num_blocks)  # the sink gets a class of its own
-        signature = extended[compact]
-        hashed = block.astype(np.uint64) * multipliers[0] + (signature.astype(np.uint64) * multipliers[1:]).sum(
-            axis=1, dtype=np.uint64)
-        first, key = np.unique(hashed, return_index=True, return_inverse=True)[1:]
-        key = key.reshape(-1)
-        representative = first[key]
-        if not (np.array_equal(signature, signature[representative]) and np.array_equal(block, block[representative])):
-            key = block
-            for column in compact.T:
-                key = key * (num_blocks + 1) + extended[column]
-                key = np.unique(key, return_inverse=True)[1].reshape(-1)
-        new_count = int(key.max()) + 1
-        block = key
-        if new_count == num_blocks:
-            return block
-        num_blocks = new_count
-
-
 def _inverse_transitions(compact: np.ndarray) -> list[list[list[int]]]:
     """``inverse[c][t]``: the states that go to ``t`` on byte class ``c`` (sink included)."""
     n = compact.shape[0]
@@ -422,8 +498,11 @@ def _inverse_transitions(compact: np.ndarray) -> list[list[list[int]]]:
     return inverse
 
 
-def _hopcroft_blocks(compact: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Hopcroft's partition refinement; the sink (state ``n``) starts with the rejecting states."""
+def _hopcroft_blocks_reference(compact: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Pure-Python Hopcroft partition refinement (the numba kernel's specification, for the tests).
+
+    The sink (state ``n``) starts with the rejecting states.
+    """
     n, num_classes = compact.shape
     inverse = _inverse_transitions(compact)
     by_label: dict[int, set[int]] = {-1: {n}}
@@ -464,20 +543,26 @@ def _hopcroft_blocks(compact: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return dense.reshape(-1)
 
 
-def _minimize(trans: np.ndarray, labels: np.ndarray, starts: tuple[int, ...]):
-    """Merge equivalent states (same label, same futures); returns (trans, labels, start)."""
+def _minimize(trans: np.ndarray, labels: np.ndarray, starts: tuple[int, ...], *, reference: bool = False):
+    """Merge equivalent states (same label, same futures); returns (trans, labels, start).
+
+    Blocks come from the numba Hopcroft kernel over byte classes; ``reference=True``
+    uses the pure-Python refinement instead (for the tests).
+    """
+    from ._dfa_kernels import byte_classes, gather_rows, hopcroft_blocks
+
     n = trans.shape[0]
-    columns = _distinct_columns(trans)
-    compact = np.where(columns < 0, n, columns)
-    if compact.size <= _HOPCROFT_MAX_CELLS:
-        block = _hopcroft_blocks(compact, labels)
+    trans = np.ascontiguousarray(trans, dtype=np.int32)
+    labels = np.ascontiguousarray(labels, dtype=np.int32)
+    if reference:
+        columns = _distinct_columns(trans)
+        block = _hopcroft_blocks_reference(np.where(columns < 0, n, columns), labels)
     else:
-        block = _moore_blocks(compact, labels)
+        block = hopcroft_blocks(byte_classes(trans), labels)
     num_blocks = int(block.max()) + 1
     representative = np.full(num_blocks, -1, dtype=np.int64)
     representative[block[::-1]] = np.arange(n - 1, -1, -1)  # first state of each block
-    block_trans = trans[representative]
-    mapped = np.where(block_trans < 0, -1, block[np.maximum(block_trans, 0)]).astype(np.int32)
+    mapped = gather_rows(trans, representative, block.astype(np.int32))
     return mapped, labels[representative], tuple(int(block[start]) for start in starts)
 
 
@@ -597,7 +682,7 @@ def build_labeled_dfa(trees, shortest, max_len=None, second_start=None):
         entry = nfa.new_state()
         for k, start in enumerate(starts):
             if k == 0 or not excluded[index]:
-                nfa.eps[start].append(entry)
+                nfa.add_eps(start, entry)
         if bound is None:
             nfa.build(tree, entry, final)
         else:
@@ -622,3 +707,14 @@ def regex_to_dfa(pattern: str) -> ByteDFA:
         if err.pattern or not pattern:
             raise
         raise RegexError(err.reason, pattern, err.position) from None
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's disk cache) every kernel of this pipeline, once per process.
+
+    The first call of each kernel costs seconds of JIT (hundreds of milliseconds to
+    load it from the cache); calling this before timing or forking keeps that out
+    of any one compile.  A regex that is not a finite word list takes the general
+    path: subset construction, dead-state pruning, minimisation.
+    """
+    build_byte_dfa(parse_regex("(a|bc)*d"))

@@ -153,11 +153,13 @@ class ConstrainEngine(Engine):
 
     def setup(self, tok: Any, token_bytes: dict[int, bytes]) -> None:
         from constrain import Compiler, Matcher, TokenizerInfo
+        from constrain.automata.byte_dfa import warm_up
         from constrain.automata.token_trie import token_trie_for
 
         self._compiler_cls, self._matcher_cls = Compiler, Matcher
         self.info, self.setup_s["tokenizer_info"] = timed(lambda: TokenizerInfo.from_huggingface(tok))
         _, self.setup_s["token_trie"] = timed(lambda: token_trie_for(self.info))
+        _, self.setup_s["dfa_kernels"] = timed(warm_up)
 
     def fresh_compiler(self) -> Any:
         return self._compiler_cls(self.info, cache_dir=False)

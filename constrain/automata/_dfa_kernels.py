@@ -1,0 +1,478 @@
+"""numba kernels of the regex-to-DFA pipeline: subset construction and dead-state search.
+
+The Python versions in :mod:`constrain.automata.byte_dfa` spend their time in
+per-state loops over frozensets and dicts; these kernels do the same work over
+flat int32 arrays (a CSR form of the NFA).  Every kernel is ``cache=True`` (a
+warm process loads machine code from disk) and is compiled on first use by
+:func:`warm_up`, which the compiler calls once per process, so that no JIT time
+lands in a schema's compile time.  Importing this module compiles nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["subset_construction", "live_states", "SUBSET_OVERFLOW"]
+
+#: Status returned by :func:`subset_construction` when the DFA state limit is hit.
+SUBSET_OVERFLOW = 1
+
+_HASH_SEED = np.uint64(0xCBF29CE484222325)
+_HASH_PRIME = np.uint64(0x100000001B3)
+
+
+@njit(cache=True, nogil=True)
+def _hash_members(members):  # pragma: no cover - compiled
+    """64-bit FNV-style hash of a sorted int32 member array."""
+    h = _HASH_SEED
+    for m in members:
+        h = (h ^ np.uint64(m)) * _HASH_PRIME
+        h ^= h >> np.uint64(29)
+    return h
+
+
+@njit(cache=True, nogil=True)
+def _grow_1d(array, needed):  # pragma: no cover - compiled
+    """``array`` itself when it holds ``needed`` items, else a copy at least twice as long."""
+    if needed <= array.shape[0]:
+        return array
+    out = np.empty(max(needed, 2 * array.shape[0]), array.dtype)
+    out[: array.shape[0]] = array
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _visit(state, stamp, generation, out, size, stack, top):  # pragma: no cover - compiled
+    """Add ``state`` to the closure being built unless it is there; returns the new (size, top)."""
+    if stamp[state] == generation:
+        return size, top
+    stamp[state] = generation
+    out[size] = state
+    stack[top] = state
+    return size + 1, top + 1
+
+
+@njit(cache=True, nogil=True)
+def _closure(seeds, num_seeds, eps_ptr, eps_dst, stamp, generation, stack, out):  # pragma: no cover
+    """Epsilon closure of ``seeds[:num_seeds]`` into ``out`` (unsorted); returns its size.
+
+    ``stamp[s] == generation`` marks states already found, so no clearing is needed
+    between calls.
+    """
+    size = 0
+    top = 0
+    for k in range(num_seeds):
+        size, top = _visit(seeds[k], stamp, generation, out, size, stack, top)
+    while top > 0:
+        top -= 1
+        s = stack[top]
+        for e in range(eps_ptr[s], eps_ptr[s + 1]):
+            size, top = _visit(eps_dst[e], stamp, generation, out, size, stack, top)
+    return size
+
+
+@njit(cache=True, nogil=True)
+def _find_or_add(members, set_ptr, set_buf, set_hash, table):  # pragma: no cover
+    """The id of the set ``members`` (sorted), or ``-1 - slot`` when it is new (``slot``: where it goes)."""
+    h = _hash_members(members)
+    mask = np.uint64(table.shape[0] - 1)
+    slot = np.int64(h & mask)
+    size = members.shape[0]
+    while True:
+        found = table[slot]
+        if found < 0:
+            return -1 - slot
+        if set_hash[found] == h and set_ptr[found + 1] - set_ptr[found] == size:
+            base = set_ptr[found]
+            same = True
+            for k in range(size):
+                if set_buf[base + k] != members[k]:
+                    same = False
+                    break
+            if same:
+                return found
+        slot = np.int64((np.uint64(slot) + np.uint64(1)) & mask)
+
+
+@njit(cache=True, nogil=True)
+def _rehash(set_hash, num_sets, capacity):  # pragma: no cover - compiled
+    """A fresh open-addressing table of ``capacity`` slots holding states ``0..num_sets-1``."""
+    table = np.full(capacity, -1, np.int32)
+    mask = np.uint64(capacity - 1)
+    for i in range(num_sets):
+        slot = np.int64(set_hash[i] & mask)
+        while table[slot] >= 0:
+            slot = np.int64((np.uint64(slot) + np.uint64(1)) & mask)
+        table[slot] = i
+    return table
+
+
+@njit(cache=True, nogil=True)
+def subset_construction(eps_ptr, eps_dst, edge_ptr, edge_lo, edge_hi, edge_dst, rank, starts, max_states):
+    """Determinise a byte-range NFA given in CSR form; ``(trans, labels, start_ids, status)``.
+
+    NFA state ``s`` has epsilon moves to ``eps_dst[eps_ptr[s]:eps_ptr[s+1]]`` and byte
+    edges ``edge_lo/edge_hi/edge_dst[edge_ptr[s]:edge_ptr[s+1]]`` (inclusive ranges).
+    ``rank[s]`` is ``-1`` or the rank of an accepting state; a DFA state's label is the
+    smallest rank among its members.  DFA states are numbered in discovery order:
+    the starts' closures first, then breadth first, each row scanned in byte order,
+    which is exactly the order of the reference Python construction.
+
+    Member sets are interned as sorted slices of one flat buffer
+    (``set_buf[set_ptr[i]:set_ptr[i + 1]]``), found again through an open-addressing
+    table on their 64-bit hash and verified member by member.  ``status`` is
+    ``SUBSET_OVERFLOW`` (and the arrays partial) when a state numbered ``max_states``
+    would be created.
+    """
+    n = eps_ptr.shape[0] - 1
+    stamp = np.zeros(n, np.int64)
+    stack = np.empty(n, np.int32)
+    scratch = np.empty(n, np.int32)
+    capacity = 64
+    set_ptr = np.zeros(capacity + 1, np.int64)
+    set_hash = np.zeros(capacity, np.uint64)
+    set_buf = np.empty(1024, np.int32)
+    labels = np.full(capacity, -1, np.int32)
+    trans = np.full((capacity, 256), -1, np.int32)
+    table = np.full(256, -1, np.int32)
+    num_sets = 0
+    generation = 0
+    start_ids = np.empty(starts.shape[0], np.int32)
+    for k in range(starts.shape[0]):
+        generation += 1
+        size = _closure(starts[k : k + 1], 1, eps_ptr, eps_dst, stamp, generation, stack, scratch)
+        members = np.sort(scratch[:size])
+        found = _find_or_add(members, set_ptr, set_buf, set_hash, table)
+        if found < 0:
+            num_sets, set_ptr, set_buf, set_hash, labels, trans, table = _add_set(
+                members, found, rank, num_sets, set_ptr, set_buf, set_hash, labels, trans, table)
+            found = num_sets - 1
+        start_ids[k] = found
+    # Per-row work arrays: interval boundaries, interval of each byte, targets per interval.
+    is_point = np.zeros(257, np.bool_)
+    points = np.empty(257, np.int32)
+    interval_of = np.empty(257, np.int32)
+    counts = np.zeros(258, np.int64)
+    targets = np.empty(64, np.int32)
+    row = 0
+    while row < num_sets:
+        base, stop = set_ptr[row], set_ptr[row + 1]
+        num_edges = 0
+        for k in range(base, stop):
+            s = set_buf[k]
+            for e in range(edge_ptr[s], edge_ptr[s + 1]):
+                is_point[edge_lo[e]] = True
+                is_point[edge_hi[e] + 1] = True
+                num_edges += 1
+        if num_edges == 0:
+            row += 1
+            continue
+        num_points = 0
+        for b in range(257):
+            if is_point[b]:
+                is_point[b] = False
+                points[num_points] = b
+                num_points += 1
+            interval_of[b] = num_points - 1
+        num_intervals = num_points - 1
+        # Targets of each interval, grouped by interval (counting sort).
+        counts[: num_intervals + 1] = 0
+        for k in range(base, stop):
+            s = set_buf[k]
+            for e in range(edge_ptr[s], edge_ptr[s + 1]):
+                for iv in range(interval_of[edge_lo[e]], interval_of[edge_hi[e]] + 1):
+                    counts[iv + 1] += 1
+        for iv in range(num_intervals):
+            counts[iv + 1] += counts[iv]
+        targets = _grow_1d(targets, counts[num_intervals])
+        fill = counts[:num_intervals].copy()
+        for k in range(base, stop):
+            s = set_buf[k]
+            for e in range(edge_ptr[s], edge_ptr[s + 1]):
+                for iv in range(interval_of[edge_lo[e]], interval_of[edge_hi[e]] + 1):
+                    targets[fill[iv]] = edge_dst[e]
+                    fill[iv] += 1
+        for iv in range(num_intervals):
+            lo, hi = counts[iv], counts[iv + 1]
+            if lo == hi:
+                continue
+            generation += 1
+            size = _closure(targets[lo:hi], hi - lo, eps_ptr, eps_dst, stamp, generation, stack, scratch)
+            members = np.sort(scratch[:size])
+            found = _find_or_add(members, set_ptr, set_buf, set_hash, table)
+            if found < 0:
+                if num_sets >= max_states:
+                    return trans[:num_sets], labels[:num_sets], start_ids, SUBSET_OVERFLOW
+                num_sets, set_ptr, set_buf, set_hash, labels, trans, table = _add_set(
+                    members, found, rank, num_sets, set_ptr, set_buf, set_hash, labels, trans, table)
+                found = num_sets - 1
+            trans[row, points[iv] : points[iv + 1]] = found
+        row += 1
+    return trans[:num_sets], labels[:num_sets], start_ids, 0
+
+
+@njit(cache=True, nogil=True)
+def _add_set(members, found, rank, num_sets, set_ptr, set_buf, set_hash, labels, trans, table):  # pragma: no cover
+    """Store ``members`` as DFA state ``num_sets`` (``found``: :func:`_find_or_add`'s miss code).
+
+    Grows every per-state array as needed and returns them all with the new count.
+    """
+    size = members.shape[0]
+    if num_sets + 1 > labels.shape[0]:
+        capacity = 2 * labels.shape[0]
+        set_ptr = _grow_1d(set_ptr, capacity + 1)
+        set_hash = _grow_1d(set_hash, capacity)
+        grown = np.full(capacity, -1, np.int32)
+        grown[:num_sets] = labels[:num_sets]
+        labels = grown
+        wider = np.full((capacity, 256), -1, np.int32)
+        wider[:num_sets] = trans[:num_sets]
+        trans = wider
+    base = set_ptr[num_sets]
+    set_buf = _grow_1d(set_buf, base + size)
+    set_buf[base : base + size] = members
+    set_ptr[num_sets + 1] = base + size
+    set_hash[num_sets] = _hash_members(members)
+    label = -1
+    for m in members:
+        r = rank[m]
+        if r >= 0 and (label < 0 or r < label):
+            label = r
+    labels[num_sets] = label
+    table[-1 - found] = num_sets
+    num_sets += 1
+    if 2 * num_sets > table.shape[0]:
+        table = _rehash(set_hash, num_sets, 2 * table.shape[0])
+    return num_sets, set_ptr, set_buf, set_hash, labels, trans, table
+
+
+@njit(cache=True, nogil=True)
+def live_states(trans, accepting):
+    """States from which an accepting state is reachable (reverse depth-first search).
+
+    The reverse graph is stored once per run of equal targets in a row, which keeps
+    it small (rows are mostly a few byte ranges).
+    """
+    n = trans.shape[0]
+    counts = np.zeros(n + 1, np.int64)
+    for s in range(n):
+        prev = -1
+        for b in range(256):
+            t = trans[s, b]
+            if t >= 0 and t != prev:
+                counts[t + 1] += 1
+            prev = t
+    for s in range(n):
+        counts[s + 1] += counts[s]
+    preds = np.empty(counts[n], np.int32)
+    fill = counts[:n].copy()
+    for s in range(n):
+        prev = -1
+        for b in range(256):
+            t = trans[s, b]
+            if t >= 0 and t != prev:
+                preds[fill[t]] = s
+                fill[t] += 1
+            prev = t
+    live = accepting.copy()
+    stack = np.empty(n, np.int32)
+    top = 0
+    for s in range(n):
+        if live[s]:
+            stack[top] = s
+            top += 1
+    while top > 0:
+        top -= 1
+        s = stack[top]
+        for k in range(counts[s], counts[s + 1]):
+            p = preds[k]
+            if not live[p]:
+                live[p] = True
+                stack[top] = p
+                top += 1
+    return live
+
+
+@njit(cache=True, nogil=True)
+def gather_rows(trans, rows, new_index):
+    """``new_index[trans[rows]]`` with ``-1`` kept as ``-1``, in one pass (no n x 256 temporaries)."""
+    out = np.empty((rows.shape[0], 256), np.int32)
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for b in range(256):
+            t = trans[r, b]
+            out[i, b] = new_index[t] if t >= 0 else -1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def byte_classes(trans):
+    """Compact transition table over byte classes, ``-1`` mapped to ``n`` (the sink).
+
+    Bytes whose columns are equal behave alike in every state, so minimisation
+    only needs one column per class.  Columns are grouped by a 64-bit hash built
+    row by row (the table is row-major: walking it by columns would miss the cache
+    on every entry), then the grouping is verified in a second row-wise pass; a
+    hash collision, should one ever occur, falls back to comparing columns.
+    """
+    n = trans.shape[0]
+    hashes = np.full(256, _HASH_SEED, np.uint64)
+    for s in range(n):
+        for b in range(256):
+            h = (hashes[b] ^ np.uint64(trans[s, b] + 1)) * _HASH_PRIME
+            hashes[b] = h ^ (h >> np.uint64(29))
+    rep = np.empty(256, np.int32)
+    for b in range(256):
+        rep[b] = b
+        for other in range(b):
+            if rep[other] == other and hashes[other] == hashes[b]:
+                rep[b] = other
+                break
+    collision = False
+    for s in range(n):
+        for b in range(256):
+            if trans[s, b] != trans[s, rep[b]]:
+                collision = True
+    if collision:
+        for b in range(256):
+            rep[b] = b
+            for other in range(b):
+                if rep[other] == other and np.array_equal(trans[:, other], trans[:, b]):
+                    rep[b] = other
+                    break
+    kept = np.flatnonzero(rep == np.arange(256))
+    compact = np.empty((n, kept.shape[0]), np.int32)
+    for s in range(n):
+        for k in range(kept.shape[0]):
+            t = trans[s, kept[k]]
+            compact[s, k] = t if t >= 0 else n
+    return compact
+
+
+@njit(cache=True, nogil=True)
+def hopcroft_blocks(compact, labels):
+    """Hopcroft's partition refinement; block of each state, numbered by first state.
+
+    ``compact[s, c]`` is the target on byte class ``c``, ``n`` for the sink (which
+    starts in the block of the rejecting states).  Blocks are contiguous runs of
+    ``elems``; marking a predecessor swaps it to the front of its block, so a split
+    costs only the marked states.  The worklist holds (block, class) pairs; a split
+    block's new part is always the smaller one, so it is the part to add (Hopcroft's
+    "add the smaller half unless the pair is already pending").
+    """
+    n, num_classes = compact.shape
+    total = n + 1  # the sink is state n
+    # Predecessors on each class: inv_src[c, inv_ptr[c, t]:inv_ptr[c, t + 1]].
+    # (Row-major walks of ``compact``: it is (n, classes), C order.)
+    inv_ptr = np.zeros((num_classes, total + 1), np.int32)
+    for s in range(n):
+        for c in range(num_classes):
+            inv_ptr[c, compact[s, c] + 1] += 1
+    for c in range(num_classes):
+        inv_ptr[c, total] += 1  # sink -> sink
+        for t in range(total):
+            inv_ptr[c, t + 1] += inv_ptr[c, t]
+    inv_src = np.empty((num_classes, total), np.int32)
+    fill = inv_ptr[:, :total].copy()
+    for s in range(n):
+        for c in range(num_classes):
+            t = compact[s, c]
+            inv_src[c, fill[c, t]] = s
+            fill[c, t] += 1
+    for c in range(num_classes):
+        inv_src[c, fill[c, n]] = n
+    # Initial partition: one block per label, the sink with label -1.
+    ext_labels = np.empty(total, np.int64)
+    ext_labels[:n] = labels
+    ext_labels[n] = -1
+    order = np.argsort(ext_labels, kind="mergesort")
+    elems = order.astype(np.int32)
+    loc = np.empty(total, np.int32)
+    block_of = np.empty(total, np.int32)
+    first = np.empty(total + 1, np.int32)
+    end = np.empty(total + 1, np.int32)
+    marks = np.zeros(total + 1, np.int32)
+    num_blocks = 0
+    for i in range(total):
+        s = elems[i]
+        loc[s] = i
+        if i == 0 or ext_labels[s] != ext_labels[elems[i - 1]]:
+            if num_blocks > 0:
+                end[num_blocks - 1] = i
+            first[num_blocks] = i
+            num_blocks += 1
+        block_of[s] = num_blocks - 1
+    end[num_blocks - 1] = total
+    largest = 0
+    for b in range(num_blocks):
+        if end[b] - first[b] > end[largest] - first[largest]:
+            largest = b
+    in_work = np.zeros(total * num_classes, np.bool_)
+    work = np.empty(total * num_classes, np.int32)
+    top = 0
+    for b in range(num_blocks):
+        if b != largest:
+            for c in range(num_classes):
+                in_work[b * num_classes + c] = True
+                work[top] = b * num_classes + c
+                top += 1
+    splitter = np.empty(total, np.int32)
+    touched = np.empty(total, np.int32)
+    while top > 0:
+        top -= 1
+        code = work[top]
+        in_work[code] = False
+        a, c = code // num_classes, code % num_classes
+        size = end[a] - first[a]
+        splitter[:size] = elems[first[a] : end[a]]  # marking may reorder block a itself
+        num_touched = 0
+        for i in range(size):
+            t = splitter[i]
+            for k in range(inv_ptr[c, t], inv_ptr[c, t + 1]):
+                p = inv_src[c, k]
+                b = block_of[p]
+                slot = first[b] + marks[b]
+                if loc[p] >= slot:  # not marked yet: swap it to the marked front
+                    other = elems[slot]
+                    elems[loc[p]] = other
+                    loc[other] = loc[p]
+                    elems[slot] = p
+                    loc[p] = slot
+                    if marks[b] == 0:
+                        touched[num_touched] = b
+                        num_touched += 1
+                    marks[b] += 1
+        for j in range(num_touched):
+            b = touched[j]
+            marked = marks[b]
+            marks[b] = 0
+            if marked == end[b] - first[b]:
+                continue
+            new = num_blocks
+            num_blocks += 1
+            if 2 * marked <= end[b] - first[b]:  # the marked front becomes the new block
+                first[new], end[new] = first[b], first[b] + marked
+                first[b] = first[b] + marked
+            else:  # the unmarked rest becomes the new block
+                first[new], end[new] = first[b] + marked, end[b]
+                end[b] = first[b] + marked
+            for i in range(first[new], end[new]):
+                block_of[elems[i]] = new
+            for cc in range(num_classes):
+                code = new * num_classes + cc
+                if not in_work[code]:
+                    in_work[code] = True
+                    work[top] = code
+                    top += 1
+    # Dense block ids in order of each block's first state.
+    dense = np.full(num_blocks, -1, np.int32)
+    out = np.empty(n, np.int32)
+    count = 0
+    for s in range(n):
+        b = block_of[s]
+        if dense[b] < 0:
+            dense[b] = count
+            count += 1
+        out[s] = dense[b]
+    return out
