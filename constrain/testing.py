@@ -807,8 +807,8 @@ def force_hypothesis_instances(schema, grammar, tokenizer, eos_token_id: int, ex
 
     try:
         check()
-    except Exception as err:  # hypothesis giving up on a hard schema is counted, not fatal
-        if "Unsatisfiable" not in type(err).__name__ and "FailedHealthCheck" not in type(err).__name__:
+    except Exception as err:  # hypothesis(-jsonschema) giving up on a hard schema is counted, not fatal
+        if not type(err).__module__.startswith("hypothesis"):
             raise
         counts[f"hypothesis gave up: {type(err).__name__}"] += 1
 
