@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["build_trie", "walk_dfa"]
+__all__ = ["build_trie", "subtree_summaries", "walk_dfa", "walk_dfa_bulk", "UTF8", "HAS_HIGH", "UTF8_CLEAN"]
 
 
 @njit(cache=True, nogil=True)
@@ -93,6 +93,210 @@ def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
                 out_next[t] = s
             count += 1
         i += 1
+    return count
+
+
+# UTF-8 decoding as a DFA over bytes (RFC 3629: no overlongs, no surrogates, at most
+# U+10FFFF).  State 0 is a character boundary; -1 is invalid.  1/2/5: one, two,
+# three continuation bytes (80-BF) to go; 3 (after E0): A0-BF then one; 4 (after
+# ED): 80-9F then one; 6 (after F0): 90-BF then two; 7 (after F4): 80-8F then two.
+def _utf8_table() -> np.ndarray:
+    """int8 ``[8, 256]``: the decoder state after each byte (a table, so that kernels index it)."""
+    table = np.full((8, 256), -1, np.int8)
+    table[0, 0x00:0x80] = 0
+    table[0, 0xC2:0xE0] = 1
+    table[0, 0xE0] = 3
+    table[0, 0xE1:0xF0] = 2
+    table[0, 0xED] = 4
+    table[0, 0xF0] = 6
+    table[0, 0xF1:0xF4] = 5
+    table[0, 0xF4] = 7
+    for state, low, high, to in ((1, 0x80, 0xC0, 0), (2, 0x80, 0xC0, 1), (3, 0xA0, 0xC0, 1), (4, 0x80, 0xA0, 1),
+                                 (5, 0x80, 0xC0, 2), (6, 0x90, 0xC0, 2), (7, 0x80, 0x90, 2)):
+        table[state, low:high] = to
+    return table
+
+
+UTF8 = _utf8_table()
+
+#: ``node_flags`` bits: the subtree below the node holds a byte >= 0x80 ...
+HAS_HIGH = 1
+#: ... and the node is at a character boundary and every path below it is valid UTF-8 so far.
+UTF8_CLEAN = 2
+
+
+@njit(cache=True, nogil=True)
+def subtree_summaries(node_byte, node_depth, max_depth, utf8):
+    """Per node, the ASCII bytes inside its subtree and UTF-8 flags (for :func:`walk_dfa_bulk`).
+
+    ``ascii_below`` is ``[n, 2]`` uint64: bit ``b & 63`` of word ``b >> 6`` is set
+    when some edge strictly below the node carries byte ``b < 0x80``.
+    ``flags[i]`` has :data:`HAS_HIGH` when an edge below carries a byte >= 0x80 and
+    :data:`UTF8_CLEAN` when the path to ``i`` ends on a character boundary and every
+    path below it is a valid UTF-8 prefix.  One forward pass (parents, decoder
+    states), one backward pass (children follow their parent in preorder).
+    """
+    n = node_byte.shape[0]
+    ascii_below = np.zeros((n, 2), np.uint64)
+    flags = np.zeros(n, np.uint8)
+    parent = np.empty(n, np.int64)
+    decoder = np.empty(n, np.int8)  # UTF-8 decoder state after the path to each node
+    clean = np.ones(n, np.bool_)  # every path below is a valid UTF-8 continuation
+    last_at = np.full(max_depth + 1, -1, np.int64)  # last node seen at each depth
+    for i in range(n):
+        d = node_depth[i]
+        last_at[d] = i
+        p = last_at[d - 1] if d > 1 else -1
+        parent[i] = p
+        before = decoder[p] if p >= 0 else 0
+        decoder[i] = utf8[before, node_byte[i]] if before >= 0 else -1
+    for i in range(n - 1, -1, -1):
+        p = parent[i]
+        if p < 0:
+            continue
+        b = node_byte[i]
+        if b < 0x80:
+            ascii_below[p, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+        else:
+            flags[p] |= HAS_HIGH
+        ascii_below[p, 0] |= ascii_below[i, 0]
+        ascii_below[p, 1] |= ascii_below[i, 1]
+        flags[p] |= flags[i] & HAS_HIGH
+        if decoder[i] < 0 or not clean[i]:
+            clean[p] = False
+    for i in range(n):
+        if clean[i] and decoder[i] == 0:
+            flags[i] |= UTF8_CLEAN
+    return ascii_below, flags
+
+
+# ``state_info`` bits, memoised per DFA state by the walk (0: nothing known yet).
+_LOOPS_KNOWN = 1
+_CHARS_KNOWN = 2
+_CHARS_LOOP = 4
+
+
+@njit(cache=True, nogil=True)
+def _learn_loops(trans, s, state_info, loops):
+    """Fill ``loops[s]`` with the ASCII bytes that lead from ``s`` back to ``s``; the new ``state_info[s]``.
+
+    The set is written before the flag that announces it: a thread that reads a
+    half-written set sees a subset, which only makes the walk skip less.
+    """
+    for b in range(128):
+        if trans[s, b] == s:
+            loops[s, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    info = state_info[s] | _LOOPS_KNOWN
+    state_info[s] = info
+    return info
+
+
+@njit(cache=True, nogil=True)
+def _learn_chars(trans, s, utf8, state_info):
+    """Record whether every multi-byte character loops on ``s`` (:func:`_chars_loop`); the new ``state_info[s]``."""
+    info = state_info[s] | _CHARS_KNOWN | (_CHARS_LOOP if _chars_loop(trans, s, utf8) else 0)
+    state_info[s] = info
+    return info
+
+
+_MAX_CHAR_PAIRS = 64
+
+
+@njit(cache=True, nogil=True)
+def _chars_loop(trans, s, utf8):
+    """True when every valid multi-byte UTF-8 character read from ``s`` stays alive and returns to ``s``.
+
+    A search over (DFA state, decoder state) pairs: inside a character every valid
+    continuation byte must have a transition, and each completed character must
+    land on ``s``.  Gives up (False, which only costs speed) past 64 pairs.
+    """
+    pairs = np.empty((_MAX_CHAR_PAIRS, 2), np.int64)
+    pairs[0, 0] = s
+    pairs[0, 1] = 0
+    found = 1
+    done = 0
+    while done < found:
+        q = pairs[done, 0]
+        u = pairs[done, 1]
+        done += 1
+        for b in range(0x80 if u != 0 else 0xC2, 256):
+            nu = utf8[u, b]
+            if nu < 0:
+                continue
+            nq = trans[q, b]
+            if nq < 0:
+                return False
+            if nu == 0:
+                if nq != s:
+                    return False
+                continue
+            seen = False
+            for k in range(found):
+                if pairs[k, 0] == nq and pairs[k, 1] == nu:
+                    seen = True
+                    break
+            if not seen:
+                if found == _MAX_CHAR_PAIRS:
+                    return False
+                pairs[found, 0] = nq
+                pairs[found, 1] = nu
+                found += 1
+    return True
+
+
+@njit(cache=True, nogil=True)
+def walk_dfa_bulk(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr, tok_ids, ascii_below, flags,
+                  max_depth, state_info, loops, utf8, out_words, out_next):
+    """:func:`walk_dfa` that takes whole subtrees at once where the DFA loops on a state.
+
+    Inside a free JSON string every character leads back to the same state: a
+    subtree whose bytes all do so has every token viable.
+    Its tokens are the contiguous slice ``tok_ids[node_tok_ptr[i]:node_tok_ptr[node_skip[i]]]``,
+    set without a transition lookup.  With ``out_next`` (whose tokens need each
+    end state), only pure-ASCII subtrees are taken whole (all of them end in the
+    loop state).  ``state_info`` (uint8, zeros) and ``loops`` (uint64 ``[states, 2]``,
+    zeros) are the DFA's memo, kept across calls.  Same outputs as :func:`walk_dfa`;
+    returns the number of viable tokens.
+    """
+    states = np.empty(max_depth + 1, np.int32)
+    states[0] = start_state
+    want_next = out_next.shape[0] > 0
+    n = node_byte.shape[0]
+    count = 0
+    i = 0
+    while i < n:
+        d = node_depth[i]
+        s = trans[states[d - 1], node_byte[i]]
+        if s < 0:
+            i = node_skip[i]
+            continue
+        end = i + 1
+        # The subtree loops on s when its ASCII bytes all do and, if it has other
+        # bytes, it is clean UTF-8 from a boundary and every character loops on s.
+        f = flags[i]
+        take = False
+        if node_skip[i] > end and not (want_next and f & HAS_HIGH):
+            info = state_info[s]
+            if not info & _LOOPS_KNOWN:
+                info = _learn_loops(trans, s, state_info, loops)
+            if ((ascii_below[i, 0] & ~loops[s, 0]) | (ascii_below[i, 1] & ~loops[s, 1])) == 0:
+                if not f & HAS_HIGH:
+                    take = True
+                elif f & UTF8_CLEAN:
+                    if not info & _CHARS_KNOWN:
+                        info = _learn_chars(trans, s, utf8, state_info)
+                    take = (info & _CHARS_LOOP) != 0
+        if take:
+            end = node_skip[i]
+        else:
+            states[d] = s
+        for p in range(node_tok_ptr[i], node_tok_ptr[end]):
+            t = tok_ids[p]
+            out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            if want_next:
+                out_next[t] = s
+        count += node_tok_ptr[end] - node_tok_ptr[i]
+        i = end
     return count
 
 

@@ -56,6 +56,22 @@ class TokenTrie:
         return found
 
     @property
+    def summaries(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per node, the ASCII bytes inside its subtree and its UTF-8 flags (computed once).
+
+        See :func:`~._kernels.subtree_summaries`: 17 bytes a node, which let a walk
+        take a whole subtree at once where the automaton loops on all of it
+        (:func:`~._kernels.walk_dfa_bulk`).
+        """
+        found = self.__dict__.get("_summaries")
+        if found is None:
+            from ._kernels import UTF8, subtree_summaries
+
+            found = subtree_summaries(self.node_byte, self.node_depth, self.max_depth, UTF8)
+            self.__dict__["_summaries"] = found
+        return found
+
+    @property
     def total_token_bytes(self) -> int:
         """Sum of the lengths of all tokens in the trie (an upper bound on per-walk outputs)."""
         return int(np.sum(self.node_depth.astype(np.int64) * np.diff(self.node_tok_ptr)))
