@@ -1,27 +1,29 @@
-"""The subtree-skipping trie walk (``walk_dfa_bulk``) against the plain walk and brute force.
+"""The subtree-skipping trie walk against walking each token on its own, and brute force.
 
-``TokenDFA`` computes mask rows with :func:`constrain.automata._kernels.walk_dfa_bulk`,
+``TokenDFA`` computes mask rows with :func:`constrain.automata._kernels.walk_dfa`,
 which takes whole trie subtrees at once where the DFA loops on a state.  Its rows
-(and next-state rows) must equal those of the plain node-by-node walk
-(:func:`~constrain.automata._kernels.walk_dfa`, the reference kept here) for every
-state, on real vocabularies with partial UTF-8 tokens (Llama-3 byte-level BPE,
-Llama-2 byte fallback), for DFAs from regexes and JSON schemas; and, at a few
-states, the per-token brute force ``dfa.walk(state, bytes(token)) >= 0``.
+(and next-state rows) must equal those of walking each token's bytes on its own
+(:func:`token_by_token`, no trie) for sampled states, on real vocabularies with
+partial UTF-8 tokens (Llama-3 byte-level BPE, Llama-2 byte fallback), for DFAs
+from regexes and JSON schemas; and, at a few states, the Python per-token
+``dfa.walk(state, bytes(token))``.
 """
 
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from numba import njit
 
 from constrain import Compiler
 from constrain.automata.byte_dfa import regex_to_dfa
-from constrain.automata._kernels import HAS_HIGH, UTF8, UTF8_CLEAN, _chars_loop, subtree_summaries, walk_dfa
+from constrain.automata._kernels import HAS_HIGH, UTF8, UTF8_CLEAN, _chars_loop, subtree_summaries
 from constrain.automata.token_trie import TokenTrie
 
 TOKENIZERS = ["llama-3", "llama-2"]
@@ -58,13 +60,36 @@ def _bench_schemas(count: int) -> list[dict]:
         return [json.loads(line)["schema"] for line, _ in zip(rows, range(count))]
 
 
+@njit(cache=True)
+def token_by_token(trans, state, flat, offsets, token_ids, out_words, out_next):
+    """Each token's bytes through the DFA on their own (no trie): viable when -1 is never reached."""
+    for k in range(token_ids.shape[0]):
+        q = state
+        for j in range(offsets[k], offsets[k + 1]):
+            q = trans[q, flat[j]]
+            if q < 0:
+                break
+        if q >= 0:
+            t = token_ids[k]
+            out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            out_next[t] = q
+
+
+@functools.lru_cache(maxsize=None)
+def _flat_tokens(info) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The matchable tokens' bytes concatenated, their offsets and their ids."""
+    ids = np.asarray(info.matchable_token_ids(), dtype=np.int64)
+    blobs = [info.token_bytes[t] for t in ids.tolist()]
+    offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in blobs], out=offsets[1:])
+    return np.frombuffer(b"".join(blobs), dtype=np.uint8), offsets, ids
+
+
 def reference_rows(engine, state: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mask words (EOS included when accepting) and next states from the plain walk."""
-    trie = engine.trie
+    """Mask words (EOS included when accepting) and next states, token by token."""
     words = np.zeros(engine.num_words, dtype=np.uint32)
     nxt = np.full(engine.info.vocab_size, -1, dtype=np.int32)
-    walk_dfa(engine.dfa.trans, state, trie.node_byte, trie.node_depth, trie.node_skip, trie.node_tok_ptr,
-             trie.tok_ids, trie.max_depth, words, nxt)
+    token_by_token(engine.dfa.trans, state, *_flat_tokens(engine.info), words, nxt)
     if engine.dfa.accepting[state]:
         words |= engine.eos_words()
     return words, nxt
@@ -85,20 +110,20 @@ def _assert_rows_match(engine, limit: int = 120) -> None:
 
 @pytest.mark.parametrize("tokenizer", TOKENIZERS)
 @pytest.mark.parametrize("name", sorted(PATTERNS))
-def test_regex_rows_equal_plain_walk(infos, tokenizer, name):
+def test_regex_rows_equal_reference(infos, tokenizer, name):
     engine = Compiler(infos(tokenizer), cache_dir=False).compile_regex(PATTERNS[name]).engine
     _assert_rows_match(engine)
 
 
 @pytest.mark.parametrize("tokenizer", TOKENIZERS)
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
-def test_schema_rows_equal_plain_walk(infos, tokenizer, name):
+def test_schema_rows_equal_reference(infos, tokenizer, name):
     engine = Compiler(infos(tokenizer), cache_dir=False).compile_json_schema(SCHEMAS[name]).engine
     _assert_rows_match(engine)
 
 
 @pytest.mark.parametrize("tokenizer", TOKENIZERS)
-def test_bench_schema_rows_equal_plain_walk(infos, tokenizer):
+def test_bench_schema_rows_equal_reference(infos, tokenizer):
     schemas = _bench_schemas(6)
     if not schemas:
         pytest.skip("JSONSchemaBench not found under $CONSTRAIN_DATA_DIR")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["build_trie", "subtree_summaries", "walk_dfa", "walk_dfa_bulk", "UTF8", "HAS_HIGH", "UTF8_CLEAN"]
+__all__ = ["build_trie", "subtree_summaries", "walk_dfa", "UTF8", "HAS_HIGH", "UTF8_CLEAN"]
 
 
 @njit(cache=True, nogil=True)
@@ -63,39 +63,6 @@ def build_trie(flat, offsets):
     return node_byte[:n].copy(), node_depth[:n].copy(), node_skip[:n].copy(), tok_ptr
 
 
-@njit(cache=True, nogil=True)
-def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr, tok_ids, max_depth, out_words, out_next):
-    """Walk the token trie from ``start_state`` of a byte DFA whose every state is live.
-
-    A token is viable when walking its bytes never reaches -1.  For each viable
-    token the kernel ORs its bit into ``out_words`` (uint32, packed 32 a word) and,
-    when ``out_next`` is non-empty, writes the DFA state it leads to into
-    ``out_next[token]`` (one row of the token-level DFA that DINGO uses).
-    Returns the number of viable tokens.
-    """
-    states = np.empty(max_depth + 1, np.int32)
-    states[0] = start_state
-    want_next = out_next.shape[0] > 0
-    n = node_byte.shape[0]
-    count = 0
-    i = 0
-    while i < n:
-        d = node_depth[i]
-        s = trans[states[d - 1], node_byte[i]]
-        if s < 0:
-            i = node_skip[i]
-            continue
-        states[d] = s
-        for k in range(node_tok_ptr[i], node_tok_ptr[i + 1]):
-            t = tok_ids[k]
-            out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-            if want_next:
-                out_next[t] = s
-            count += 1
-        i += 1
-    return count
-
-
 # UTF-8 decoding as a DFA over bytes (RFC 3629: no overlongs, no surrogates, at most
 # U+10FFFF).  State 0 is a character boundary; -1 is invalid.  1/2/5: one, two,
 # three continuation bytes (80-BF) to go; 3 (after E0): A0-BF then one; 4 (after
@@ -127,7 +94,7 @@ UTF8_CLEAN = 2
 
 @njit(cache=True, nogil=True)
 def subtree_summaries(node_byte, node_depth, max_depth, utf8):
-    """Per node, the ASCII bytes inside its subtree and UTF-8 flags (for :func:`walk_dfa_bulk`).
+    """Per node, the ASCII bytes inside its subtree and UTF-8 flags (for :func:`walk_dfa`).
 
     ``ascii_below`` is ``[n, 2]`` uint64: bit ``b & 63`` of word ``b >> 6`` is set
     when some edge strictly below the node carries byte ``b < 0x80``.
@@ -245,18 +212,25 @@ def _chars_loop(trans, s, utf8):
 
 
 @njit(cache=True, nogil=True)
-def walk_dfa_bulk(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr, tok_ids, ascii_below, flags,
-                  max_depth, state_info, loops, utf8, out_words, out_next):
-    """:func:`walk_dfa` that takes whole subtrees at once where the DFA loops on a state.
+def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr, tok_ids, ascii_below, flags,
+             max_depth, state_info, loops, utf8, out_words, out_next):
+    """Walk the token trie from ``start_state`` of a byte DFA whose every state is live.
 
-    Inside a free JSON string every character leads back to the same state: a
-    subtree whose bytes all do so has every token viable.
-    Its tokens are the contiguous slice ``tok_ids[node_tok_ptr[i]:node_tok_ptr[node_skip[i]]]``,
-    set without a transition lookup.  With ``out_next`` (whose tokens need each
-    end state), only pure-ASCII subtrees are taken whole (all of them end in the
-    loop state).  ``state_info`` (uint8, zeros) and ``loops`` (uint64 ``[states, 2]``,
-    zeros) are the DFA's memo, kept across calls.  Same outputs as :func:`walk_dfa`;
-    returns the number of viable tokens.
+    A token is viable when walking its bytes never reaches -1.  For each viable
+    token the kernel ORs its bit into ``out_words`` (uint32, packed 32 a word) and,
+    when ``out_next`` is non-empty, writes the DFA state it leads to into
+    ``out_next[token]`` (one row of the token-level DFA that DINGO uses).
+
+    A subtree whose prefix dies is skipped.  A subtree on which the DFA loops is
+    taken whole: inside a free JSON string every character leads back to the same
+    state, so every token below is viable.  Its tokens are the contiguous slice
+    ``tok_ids[node_tok_ptr[i]:node_tok_ptr[node_skip[i]]]``, set without a
+    transition lookup (~12x faster rows in such states).  ``ascii_below``/``flags``
+    come from :func:`subtree_summaries`.  With ``out_next`` (whose tokens need each
+    end state), only pure-ASCII subtrees are taken whole (they all end in the loop
+    state).  ``state_info`` (uint8, zeros) and ``loops`` (uint64 ``[states, 2]``,
+    zeros) are the DFA's memo (:func:`_learn_loops`, :func:`_learn_chars`), which
+    may be kept across calls.  Returns the number of viable tokens.
     """
     states = np.empty(max_depth + 1, np.int32)
     states[0] = start_state

@@ -2,7 +2,7 @@
 
 :class:`TokenDFA` is the engine behind a compiled regex.  Its matcher state is just
 the DFA state (an ``int``).  For a state, the allowed-token bitmask is computed by one
-numba walk over the vocabulary trie (:func:`constrain.automata._kernels.walk_dfa_bulk`,
+numba walk over the vocabulary trie (:func:`constrain.automata._kernels.walk_dfa`,
 which sets whole subtrees at once where the DFA loops on a state, as inside a free
 JSON string: ~0.25 ms instead of ~3 ms for 128k tokens) and memoised: the next time any sequence reaches that state, the mask is a copy of
 a stored row (about a microsecond for 128k tokens).  Rows are built lazily because
@@ -20,6 +20,7 @@ import numpy as np
 from .byte_dfa import ByteDFA
 from .cache import DiskCache
 from .engine_base import EngineBase
+from .token_trie import new_loop_memo
 
 __all__ = ["TokenDFA"]
 
@@ -80,23 +81,12 @@ class TokenDFA(EngineBase):
         return bytes(out)
 
     # -- tables ----------------------------------------------------------------
-    def _loop_memo(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per state, what the walk learnt about its loops (filled lazily by the kernel, kept)."""
-        found = self._loops
-        if found is None:
-            num_states = self.dfa.num_states
-            found = self._loops = (np.zeros(num_states, dtype=np.uint8), np.zeros((num_states, 2), dtype=np.uint64))
-        return found
-
     def _walk(self, state: int, words: np.ndarray, next_row: np.ndarray) -> None:
-        """One numba trie walk from ``state`` (see :func:`~._kernels.walk_dfa_bulk`)."""
-        from ._kernels import UTF8, walk_dfa_bulk
-
-        trie = self.trie
-        ascii_below, flags = trie.summaries
-        state_info, loops = self._loop_memo()
-        walk_dfa_bulk(self.dfa.trans, state, trie.node_byte, trie.node_depth, trie.node_skip, trie.node_tok_ptr,
-                      trie.tok_ids, ascii_below, flags, trie.max_depth, state_info, loops, UTF8, words, next_row)
+        """One numba trie walk from ``state`` (see :func:`~._kernels.walk_dfa`), memo kept."""
+        memo = self._loops
+        if memo is None:
+            memo = self._loops = new_loop_memo(self.dfa.num_states)
+        self.trie.walk_dfa(self.dfa.trans, state, words, next_row, memo)
 
     def _compute_row(self, state: int) -> np.ndarray:
         words = np.zeros(self.num_words, dtype=np.uint32)
