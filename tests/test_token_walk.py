@@ -23,7 +23,7 @@ from numba import njit
 
 from constrain import Compiler
 from constrain.automata.byte_dfa import regex_to_dfa
-from constrain.automata._kernels import HAS_HIGH, UTF8, UTF8_CLEAN, _chars_loop, subtree_summaries
+from constrain.automata._kernels import HAS_HIGH, UTF8, UTF8_CLEAN, _chars_step, subtree_summaries
 from constrain.automata.token_trie import TokenTrie
 
 TOKENIZERS = ["llama-3", "llama-2"]
@@ -36,6 +36,8 @@ PATTERNS = {
     "some_accents": r"(é|[a-z ])*",
     "cjk_and_letters": r"[a-z\u4e00-\u9fff ]*",
     "bounded_dot": r".{0,40}",
+    "bounded_letters": r"[a-z ]{0,200}",
+    "bounded_negated": r'[^"\\]{2,60}',
     "astral": r"[\u{1F300}-\u{1F5FF} a-z]*",
     "date": r"\d{4}-\d{2}-\d{2}",
 }
@@ -174,7 +176,7 @@ def test_subtree_summaries_match_brute_force():
               b"\xe4\xbd\xa0", b"\xff", b"x\xff", b"x", b"xy", b"\xed\xa0\x80", b"\xc0\x80", b"\xf0\x9f\x98\x80",
               b"\xf0\x9f", b"q\xf4\x90", b"q"]
     trie = TokenTrie.from_token_bytes(tokens, range(len(tokens)))
-    ascii_below, flags = subtree_summaries(trie.node_byte, trie.node_depth, trie.max_depth, UTF8)
+    ascii_below, flags, height = subtree_summaries(trie.node_byte, trie.node_depth, trie.max_depth, UTF8)
     paths: list[bytes] = []
     for i in range(trie.num_nodes):
         depth = int(trie.node_depth[i])
@@ -189,12 +191,13 @@ def test_subtree_summaries_match_brute_force():
         assert bool(flags[i] & HAS_HIGH) == any(b >= 0x80 for b in below), paths[i]
         clean = _at_boundary(paths[i]) and all(_valid_prefix(paths[j]) for j in inside)
         assert bool(flags[i] & UTF8_CLEAN) == clean, paths[i]
+        assert height[i] == max((len(paths[j]) - len(paths[i]) for j in inside), default=0), paths[i]
 
 
 @pytest.mark.parametrize("pattern,loops", [(r"[\s\S]*", True), (r'[^"]*', True), (r"(é|[a-z])*", False),
                                            (r"[^\u00e9]*", False), (r"[\u0080-\u{10FFFF}]*", True),
                                            (r"[\u0800-\u{10FFFF}]*", False)])
-def test_chars_loop(pattern, loops):
+def test_chars_step(pattern, loops):
     """Every multi-byte character returns to the start state exactly for the patterns that allow them all."""
     dfa = regex_to_dfa(pattern)
-    assert _chars_loop(dfa.trans, dfa.start, UTF8) == loops
+    assert _chars_step(dfa.trans, dfa.start, dfa.start, UTF8) == loops

@@ -94,18 +94,20 @@ UTF8_CLEAN = 2
 
 @njit(cache=True, nogil=True)
 def subtree_summaries(node_byte, node_depth, max_depth, utf8):
-    """Per node, the ASCII bytes inside its subtree and UTF-8 flags (for :func:`walk_dfa`).
+    """Per node, the ASCII bytes inside its subtree, UTF-8 flags and height (for :func:`walk_dfa`).
 
     ``ascii_below`` is ``[n, 2]`` uint64: bit ``b & 63`` of word ``b >> 6`` is set
     when some edge strictly below the node carries byte ``b < 0x80``.
     ``flags[i]`` has :data:`HAS_HIGH` when an edge below carries a byte >= 0x80 and
     :data:`UTF8_CLEAN` when the path to ``i`` ends on a character boundary and every
-    path below it is a valid UTF-8 prefix.  One forward pass (parents, decoder
-    states), one backward pass (children follow their parent in preorder).
+    path below it is a valid UTF-8 prefix.  ``height[i]`` is how many levels the
+    subtree goes below node ``i`` (0 for a leaf).  One forward pass (parents,
+    decoder states), one backward pass (children follow their parent in preorder).
     """
     n = node_byte.shape[0]
     ascii_below = np.zeros((n, 2), np.uint64)
     flags = np.zeros(n, np.uint8)
+    height = np.zeros(n, np.int32)
     parent = np.empty(n, np.int64)
     decoder = np.empty(n, np.int8)  # UTF-8 decoder state after the path to each node
     clean = np.ones(n, np.bool_)  # every path below is a valid UTF-8 continuation
@@ -129,53 +131,78 @@ def subtree_summaries(node_byte, node_depth, max_depth, utf8):
         ascii_below[p, 0] |= ascii_below[i, 0]
         ascii_below[p, 1] |= ascii_below[i, 1]
         flags[p] |= flags[i] & HAS_HIGH
+        height[p] = max(height[p], height[i] + 1)
         if decoder[i] < 0 or not clean[i]:
             clean[p] = False
     for i in range(n):
         if clean[i] and decoder[i] == 0:
             flags[i] |= UTF8_CLEAN
-    return ascii_below, flags
+    return ascii_below, flags, height
 
 
-# ``state_info`` bits, memoised per DFA state by the walk (0: nothing known yet).
-_LOOPS_KNOWN = 1
+# What the walk learns per DFA state, in one int64 word (0: nothing yet) so that a
+# thread always reads a step together with the flags learnt for it: the step
+# (plus one) from bit 8 up, flags below.
+_STEP_KNOWN = 1
 _CHARS_KNOWN = 2
-_CHARS_LOOP = 4
+_CHARS_STEP = 4
 
 
 @njit(cache=True, nogil=True)
-def _learn_loops(trans, s, state_info, loops):
-    """Fill ``loops[s]`` with the ASCII bytes that lead from ``s`` back to ``s``; the new ``state_info[s]``.
+def _learn_step(trans, s, memo, step_bytes):
+    """Record ``s``'s step: its most common ASCII target and the ASCII bytes that go there.
 
-    The set is written before the flag that announces it: a thread that reads a
-    half-written set sees a subset, which only makes the walk skip less.
+    In a free string the step is a self-loop; in a length-bounded one, the next
+    count (-1: no ASCII byte is live).  ``step_bytes[s]`` is written before the
+    word ``memo[s]`` that announces it: a thread that reads a half-written set sees
+    a subset, which only makes the walk take less at once.  Returns the new word.
     """
+    targets = np.empty(128, np.int64)
+    counts = np.zeros(128, np.int64)
+    distinct = 0
+    best = -1
+    best_count = 0
     for b in range(128):
-        if trans[s, b] == s:
-            loops[s, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
-    info = state_info[s] | _LOOPS_KNOWN
-    state_info[s] = info
-    return info
+        t = trans[s, b]
+        if t < 0:
+            continue
+        k = 0
+        while k < distinct and targets[k] != t:
+            k += 1
+        if k == distinct:
+            targets[k] = t
+            distinct += 1
+        counts[k] += 1
+        if counts[k] > best_count:
+            best = t
+            best_count = counts[k]
+    for b in range(128):
+        if best >= 0 and trans[s, b] == best:
+            step_bytes[s, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    word = ((best + 1) << 8) | _STEP_KNOWN
+    memo[s] = word
+    return word
 
 
 @njit(cache=True, nogil=True)
-def _learn_chars(trans, s, utf8, state_info):
-    """Record whether every multi-byte character loops on ``s`` (:func:`_chars_loop`); the new ``state_info[s]``."""
-    info = state_info[s] | _CHARS_KNOWN | (_CHARS_LOOP if _chars_loop(trans, s, utf8) else 0)
-    state_info[s] = info
-    return info
+def _learn_chars(trans, s, word, utf8, memo):
+    """Add to ``s``'s word whether every multi-byte character from ``s`` lands on its step (:func:`_chars_step`)."""
+    target = (word >> 8) - 1
+    word |= _CHARS_KNOWN | (_CHARS_STEP if _chars_step(trans, s, target, utf8) else 0)
+    memo[s] = word
+    return word
 
 
 _MAX_CHAR_PAIRS = 64
 
 
 @njit(cache=True, nogil=True)
-def _chars_loop(trans, s, utf8):
-    """True when every valid multi-byte UTF-8 character read from ``s`` stays alive and returns to ``s``.
+def _chars_step(trans, s, target, utf8):
+    """True when every valid multi-byte UTF-8 character read from ``s`` stays alive and lands on ``target``.
 
     A search over (DFA state, decoder state) pairs: inside a character every valid
     continuation byte must have a transition, and each completed character must
-    land on ``s``.  Gives up (False, which only costs speed) past 64 pairs.
+    land on ``target``.  Gives up (False, which only costs speed) past 64 pairs.
     """
     pairs = np.empty((_MAX_CHAR_PAIRS, 2), np.int64)
     pairs[0, 0] = s
@@ -194,7 +221,7 @@ def _chars_loop(trans, s, utf8):
             if nq < 0:
                 return False
             if nu == 0:
-                if nq != s:
+                if nq != target:
                     return False
                 continue
             seen = False
@@ -213,7 +240,7 @@ def _chars_loop(trans, s, utf8):
 
 @njit(cache=True, nogil=True)
 def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr, tok_ids, ascii_below, flags,
-             max_depth, state_info, loops, utf8, out_words, out_next):
+             height, max_depth, memo, step_bytes, utf8, out_words, out_next):
     """Walk the token trie from ``start_state`` of a byte DFA whose every state is live.
 
     A token is viable when walking its bytes never reaches -1.  For each viable
@@ -221,16 +248,18 @@ def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
     when ``out_next`` is non-empty, writes the DFA state it leads to into
     ``out_next[token]`` (one row of the token-level DFA that DINGO uses).
 
-    A subtree whose prefix dies is skipped.  A subtree on which the DFA loops is
-    taken whole: inside a free JSON string every character leads back to the same
-    state, so every token below is viable.  Its tokens are the contiguous slice
-    ``tok_ids[node_tok_ptr[i]:node_tok_ptr[node_skip[i]]]``, set without a
-    transition lookup (~12x faster rows in such states).  ``ascii_below``/``flags``
-    come from :func:`subtree_summaries`.  With ``out_next`` (whose tokens need each
-    end state), only pure-ASCII subtrees are taken whole (they all end in the loop
-    state).  ``state_info`` (uint8, zeros) and ``loops`` (uint64 ``[states, 2]``,
-    zeros) are the DFA's memo (:func:`_learn_loops`, :func:`_learn_chars`), which
-    may be kept across calls.  Returns the number of viable tokens.
+    A subtree whose prefix dies is skipped.  A subtree the DFA cannot die in is
+    taken whole: inside a JSON string every character leads to the same state (a
+    self-loop, or the next count of a ``maxLength``), so when every character of
+    the subtree does so along its ``height`` levels, every token below is viable.
+    Its tokens are the contiguous slice ``tok_ids[node_tok_ptr[i]:node_tok_ptr[node_skip[i]]]``,
+    set without a transition lookup (~12x faster rows in such states).
+    ``ascii_below``/``flags``/``height`` come from :func:`subtree_summaries`.  With
+    ``out_next`` (whose tokens need each end state), only pure-ASCII subtrees on a
+    self-loop are taken whole (they all end in the loop state).  ``memo`` (int64
+    ``[states]``) and ``step_bytes`` (uint64 ``[states, 2]``), zeros at first, are
+    the DFA's memo (:func:`_learn_step`, :func:`_learn_chars`), which may be kept
+    across calls.  Returns the number of viable tokens.
     """
     states = np.empty(max_depth + 1, np.int32)
     states[0] = start_state
@@ -245,21 +274,29 @@ def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
             i = node_skip[i]
             continue
         end = i + 1
-        # The subtree loops on s when its ASCII bytes all do and, if it has other
-        # bytes, it is clean UTF-8 from a boundary and every character loops on s.
         f = flags[i]
-        take = False
-        if node_skip[i] > end and not (want_next and f & HAS_HIGH):
-            info = state_info[s]
-            if not info & _LOOPS_KNOWN:
-                info = _learn_loops(trans, s, state_info, loops)
-            if ((ascii_below[i, 0] & ~loops[s, 0]) | (ascii_below[i, 1] & ~loops[s, 1])) == 0:
-                if not f & HAS_HIGH:
-                    take = True
-                elif f & UTF8_CLEAN:
-                    if not info & _CHARS_KNOWN:
-                        info = _learn_chars(trans, s, utf8, state_info)
-                    take = (info & _CHARS_LOOP) != 0
+        take = node_skip[i] > end and not (want_next and f & HAS_HIGH) and (f & UTF8_CLEAN or not f & HAS_HIGH)
+        # Follow the steps from s for as many characters as the subtree is deep:
+        # every character below must take the step at each of them.
+        c = s
+        for _ in range(height[i] if take else 0):
+            word = memo[c]
+            if not word & _STEP_KNOWN:
+                word = _learn_step(trans, c, memo, step_bytes)
+            nxt = (word >> 8) - 1
+            if nxt < 0 or (want_next and nxt != c) \
+                    or (ascii_below[i, 0] & ~step_bytes[c, 0]) | (ascii_below[i, 1] & ~step_bytes[c, 1]):
+                take = False
+                break
+            if f & HAS_HIGH:
+                if not word & _CHARS_KNOWN:
+                    word = _learn_chars(trans, c, word, utf8, memo)
+                if not word & _CHARS_STEP:
+                    take = False
+                    break
+            if nxt == c:
+                break
+            c = nxt
         if take:
             end = node_skip[i]
         else:

@@ -56,10 +56,10 @@ class TokenTrie:
         return found
 
     @property
-    def summaries(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per node, the ASCII bytes inside its subtree and its UTF-8 flags (computed once).
+    def summaries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per node, the ASCII bytes inside its subtree, its UTF-8 flags and height (computed once).
 
-        See :func:`~._kernels.subtree_summaries`: 17 bytes a node, which let a walk
+        See :func:`~._kernels.subtree_summaries`: 21 bytes a node, which let a walk
         take a whole subtree at once where the automaton loops on all of it
         (:func:`~._kernels.walk_dfa_bulk`).
         """
@@ -82,11 +82,11 @@ class TokenTrie:
         """
         from ._kernels import UTF8, walk_dfa
 
-        ascii_below, flags = self.summaries
-        state_info, loops = memo if memo is not None else new_loop_memo(trans.shape[0])
+        ascii_below, flags, height = self.summaries
+        words_memo, step_bytes = memo if memo is not None else new_loop_memo(trans.shape[0])
         return int(walk_dfa(trans, state, self.node_byte, self.node_depth, self.node_skip, self.node_tok_ptr,
-                            self.tok_ids, ascii_below, flags, self.max_depth, state_info, loops, UTF8, out_words,
-                            out_next))
+                            self.tok_ids, ascii_below, flags, height, self.max_depth, words_memo, step_bytes,
+                            UTF8, out_words, out_next))
 
     @property
     def total_token_bytes(self) -> int:
@@ -119,8 +119,8 @@ class TokenTrie:
 
 
 def new_loop_memo(num_states: int) -> tuple[np.ndarray, np.ndarray]:
-    """An empty memo of what trie walks learn about a DFA's loops (see :meth:`TokenTrie.walk_dfa`)."""
-    return np.zeros(num_states, dtype=np.uint8), np.zeros((num_states, 2), dtype=np.uint64)
+    """An empty memo of what trie walks learn about a DFA's steps (see :meth:`TokenTrie.walk_dfa`)."""
+    return np.zeros(num_states, dtype=np.int64), np.zeros((num_states, 2), dtype=np.uint64)
 
 
 _TRIE_CACHE: dict[str, TokenTrie] = {}
