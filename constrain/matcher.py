@@ -186,7 +186,8 @@ class Matcher:
 # The row views of the last tensor filled, keyed by what they were made from:
 # decoding loops pass the same bitmask every step, and ``Tensor.numpy()`` plus its
 # checks cost several times the row copy.  One tuple, replaced whole, so that
-# threads always read a consistent entry.
+# threads always read a consistent entry.  It keeps that one tensor alive until
+# another tensor is filled.
 _last_views: tuple = (None, None, ())
 
 
