@@ -126,6 +126,28 @@ def test_bitmask_targets(compiler, info):
         matcher.fill_next_token_bitmask(np.zeros((1, 2), dtype=np.int32), row=1)
 
 
+def test_bitmask_views_follow_the_tensor(compiler):
+    """The remembered view of the last tensor is dropped when that tensor changes in place."""
+    matcher = Matcher(compiler.compile_regex(r"\d"))
+    first, second = allocate_token_bitmask(2, 40), allocate_token_bitmask(1, 40)
+    for target, row in ((first, 1), (second, 0), (first, 0), (first, 0)):
+        target.zero_()
+        matcher.fill_next_token_bitmask(target, row=row)
+        assert set(bitmask_to_ids(target[row]).tolist()) == set(range(10))
+    with pytest.raises(BitmaskError, match="row"):
+        matcher.fill_next_token_bitmask(second, row=1)
+    first.resize_(1, 2)  # same memory, fewer rows
+    with pytest.raises(BitmaskError, match="row"):
+        matcher.fill_next_token_bitmask(first, row=1)
+    first.resize_(1, 1)  # narrower: ids >= 32 are never allowed here, so one word is enough
+    first.zero_()
+    matcher.fill_next_token_bitmask(first)
+    assert set(bitmask_to_ids(first[0]).tolist()) == set(range(10))
+    first.data = torch.zeros((2, 2), dtype=torch.int64)
+    with pytest.raises(BitmaskError, match="dtype"):
+        matcher.fill_next_token_bitmask(first)
+
+
 def test_compiler_caches_and_validates(compiler, info):
     assert compiler.compile_regex("a+") is compiler.compile_regex("a+")
     with pytest.raises(TypeError):

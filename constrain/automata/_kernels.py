@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["build_trie", "walk_dfa"]
+__all__ = ["build_trie", "subtree_summaries", "walk_dfa", "UTF8", "HAS_HIGH", "UTF8_CLEAN"]
 
 
 @njit(cache=True, nogil=True)
@@ -63,15 +63,203 @@ def build_trie(flat, offsets):
     return node_byte[:n].copy(), node_depth[:n].copy(), node_skip[:n].copy(), tok_ptr
 
 
+# UTF-8 decoding as a DFA over bytes (RFC 3629: no overlongs, no surrogates, at most
+# U+10FFFF).  State 0 is a character boundary; -1 is invalid.  1/2/5: one, two,
+# three continuation bytes (80-BF) to go; 3 (after E0): A0-BF then one; 4 (after
+# ED): 80-9F then one; 6 (after F0): 90-BF then two; 7 (after F4): 80-8F then two.
+def _utf8_table() -> np.ndarray:
+    """int8 ``[8, 256]``: the decoder state after each byte (a table, so that kernels index it)."""
+    table = np.full((8, 256), -1, np.int8)
+    table[0, 0x00:0x80] = 0
+    table[0, 0xC2:0xE0] = 1
+    table[0, 0xE0] = 3
+    table[0, 0xE1:0xF0] = 2
+    table[0, 0xED] = 4
+    table[0, 0xF0] = 6
+    table[0, 0xF1:0xF4] = 5
+    table[0, 0xF4] = 7
+    for state, low, high, to in ((1, 0x80, 0xC0, 0), (2, 0x80, 0xC0, 1), (3, 0xA0, 0xC0, 1), (4, 0x80, 0xA0, 1),
+                                 (5, 0x80, 0xC0, 2), (6, 0x90, 0xC0, 2), (7, 0x80, 0x90, 2)):
+        table[state, low:high] = to
+    return table
+
+
+UTF8 = _utf8_table()
+
+#: ``node_flags`` bits: the subtree below the node holds a byte >= 0x80 ...
+HAS_HIGH = 1
+#: ... and the node is at a character boundary and every path below it is valid UTF-8 so far.
+UTF8_CLEAN = 2
+
+
 @njit(cache=True, nogil=True)
-def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr, tok_ids, max_depth, out_words, out_next):
+def subtree_summaries(node_byte, node_depth, max_depth, utf8):
+    """Per node, the ASCII bytes inside its subtree, UTF-8 flags and height (for :func:`walk_dfa`).
+
+    ``ascii_below`` is ``[n, 2]`` uint64: bit ``b & 63`` of word ``b >> 6`` is set
+    when some edge strictly below the node carries byte ``b < 0x80``.
+    ``flags[i]`` has :data:`HAS_HIGH` when an edge below carries a byte >= 0x80 and
+    :data:`UTF8_CLEAN` when the path to ``i`` ends on a character boundary and every
+    path below it is a valid UTF-8 prefix.  ``height[i]`` is how many levels the
+    subtree goes below node ``i`` (0 for a leaf).  One forward pass (parents,
+    decoder states), one backward pass (children follow their parent in preorder).
+    """
+    n = node_byte.shape[0]
+    ascii_below = np.zeros((n, 2), np.uint64)
+    flags = np.zeros(n, np.uint8)
+    height = np.zeros(n, np.int32)
+    parent = np.empty(n, np.int64)
+    decoder = np.empty(n, np.int8)  # UTF-8 decoder state after the path to each node
+    clean = np.ones(n, np.bool_)  # every path below is a valid UTF-8 continuation
+    last_at = np.full(max_depth + 1, -1, np.int64)  # last node seen at each depth
+    for i in range(n):
+        d = node_depth[i]
+        last_at[d] = i
+        p = last_at[d - 1] if d > 1 else -1
+        parent[i] = p
+        before = decoder[p] if p >= 0 else 0
+        decoder[i] = utf8[before, node_byte[i]] if before >= 0 else -1
+    for i in range(n - 1, -1, -1):
+        p = parent[i]
+        if p < 0:
+            continue
+        b = node_byte[i]
+        if b < 0x80:
+            ascii_below[p, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+        else:
+            flags[p] |= HAS_HIGH
+        ascii_below[p, 0] |= ascii_below[i, 0]
+        ascii_below[p, 1] |= ascii_below[i, 1]
+        flags[p] |= flags[i] & HAS_HIGH
+        height[p] = max(height[p], height[i] + 1)
+        if decoder[i] < 0 or not clean[i]:
+            clean[p] = False
+    for i in range(n):
+        if clean[i] and decoder[i] == 0:
+            flags[i] |= UTF8_CLEAN
+    return ascii_below, flags, height
+
+
+# What the walk learns per DFA state, in one int64 word (0: nothing yet) so that a
+# thread always reads a step together with the flags learnt for it: the step
+# (plus one) from bit 8 up, flags below.
+_STEP_KNOWN = 1
+_CHARS_KNOWN = 2
+_CHARS_STEP = 4
+
+
+@njit(cache=True, nogil=True)
+def _learn_step(trans, s, memo, step_bytes):
+    """Record ``s``'s step: its most common ASCII target and the ASCII bytes that go there.
+
+    In a free string the step is a self-loop; in a length-bounded one, the next
+    count (-1: no ASCII byte is live).  ``step_bytes[s]`` is written before the
+    word ``memo[s]`` that announces it: a thread that reads a half-written set sees
+    a subset, which only makes the walk take less at once.  Returns the new word.
+    """
+    targets = np.empty(128, np.int64)
+    counts = np.zeros(128, np.int64)
+    distinct = 0
+    best = -1
+    best_count = 0
+    for b in range(128):
+        t = trans[s, b]
+        if t < 0:
+            continue
+        k = 0
+        while k < distinct and targets[k] != t:
+            k += 1
+        if k == distinct:
+            targets[k] = t
+            distinct += 1
+        counts[k] += 1
+        if counts[k] > best_count:
+            best = t
+            best_count = counts[k]
+    for b in range(128):
+        if best >= 0 and trans[s, b] == best:
+            step_bytes[s, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    word = ((best + 1) << 8) | _STEP_KNOWN
+    memo[s] = word
+    return word
+
+
+@njit(cache=True, nogil=True)
+def _learn_chars(trans, s, word, utf8, memo):
+    """Add to ``s``'s word whether every multi-byte character from ``s`` lands on its step (:func:`_chars_step`)."""
+    target = (word >> 8) - 1
+    word |= _CHARS_KNOWN | (_CHARS_STEP if _chars_step(trans, s, target, utf8) else 0)
+    memo[s] = word
+    return word
+
+
+_MAX_CHAR_PAIRS = 64
+
+
+@njit(cache=True, nogil=True)
+def _chars_step(trans, s, target, utf8):
+    """True when every valid multi-byte UTF-8 character read from ``s`` stays alive and lands on ``target``.
+
+    A search over (DFA state, decoder state) pairs: inside a character every valid
+    continuation byte must have a transition, and each completed character must
+    land on ``target``.  Gives up (False, which only costs speed) past 64 pairs.
+    """
+    pairs = np.empty((_MAX_CHAR_PAIRS, 2), np.int64)
+    pairs[0, 0] = s
+    pairs[0, 1] = 0
+    found = 1
+    done = 0
+    while done < found:
+        q = pairs[done, 0]
+        u = pairs[done, 1]
+        done += 1
+        for b in range(0x80 if u != 0 else 0xC2, 256):
+            nu = utf8[u, b]
+            if nu < 0:
+                continue
+            nq = trans[q, b]
+            if nq < 0:
+                return False
+            if nu == 0:
+                if nq != target:
+                    return False
+                continue
+            seen = False
+            for k in range(found):
+                if pairs[k, 0] == nq and pairs[k, 1] == nu:
+                    seen = True
+                    break
+            if not seen:
+                if found == _MAX_CHAR_PAIRS:
+                    return False
+                pairs[found, 0] = nq
+                pairs[found, 1] = nu
+                found += 1
+    return True
+
+
+@njit(cache=True, nogil=True)
+def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr, tok_ids, ascii_below, flags,
+             height, max_depth, memo, step_bytes, utf8, out_words, out_next):
     """Walk the token trie from ``start_state`` of a byte DFA whose every state is live.
 
     A token is viable when walking its bytes never reaches -1.  For each viable
     token the kernel ORs its bit into ``out_words`` (uint32, packed 32 a word) and,
     when ``out_next`` is non-empty, writes the DFA state it leads to into
     ``out_next[token]`` (one row of the token-level DFA that DINGO uses).
-    Returns the number of viable tokens.
+
+    A subtree whose prefix dies is skipped.  A subtree the DFA cannot die in is
+    taken whole: inside a JSON string every character leads to the same state (a
+    self-loop, or the next count of a ``maxLength``), so when every character of
+    the subtree does so along its ``height`` levels, every token below is viable.
+    Its tokens are the contiguous slice ``tok_ids[node_tok_ptr[i]:node_tok_ptr[node_skip[i]]]``,
+    set without a transition lookup (~12x faster rows in such states).
+    ``ascii_below``/``flags``/``height`` come from :func:`subtree_summaries`.  With
+    ``out_next`` (whose tokens need each end state), only pure-ASCII subtrees on a
+    self-loop are taken whole (they all end in the loop state).  ``memo`` (int64
+    ``[states]``) and ``step_bytes`` (uint64 ``[states, 2]``), zeros at first, are
+    the DFA's memo (:func:`_learn_step`, :func:`_learn_chars`), which may be kept
+    across calls.  Returns the number of viable tokens.
     """
     states = np.empty(max_depth + 1, np.int32)
     states[0] = start_state
@@ -85,14 +273,41 @@ def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
         if s < 0:
             i = node_skip[i]
             continue
-        states[d] = s
-        for k in range(node_tok_ptr[i], node_tok_ptr[i + 1]):
-            t = tok_ids[k]
+        end = i + 1
+        f = flags[i]
+        take = node_skip[i] > end and not (want_next and f & HAS_HIGH) and (f & UTF8_CLEAN or not f & HAS_HIGH)
+        # Follow the steps from s for as many characters as the subtree is deep:
+        # every character below must take the step at each of them.
+        c = s
+        for _ in range(height[i] if take else 0):
+            word = memo[c]
+            if not word & _STEP_KNOWN:
+                word = _learn_step(trans, c, memo, step_bytes)
+            nxt = (word >> 8) - 1
+            if nxt < 0 or (want_next and nxt != c) \
+                    or (ascii_below[i, 0] & ~step_bytes[c, 0]) | (ascii_below[i, 1] & ~step_bytes[c, 1]):
+                take = False
+                break
+            if f & HAS_HIGH:
+                if not word & _CHARS_KNOWN:
+                    word = _learn_chars(trans, c, word, utf8, memo)
+                if not word & _CHARS_STEP:
+                    take = False
+                    break
+            if nxt == c:
+                break
+            c = nxt
+        if take:
+            end = node_skip[i]
+        else:
+            states[d] = s
+        for p in range(node_tok_ptr[i], node_tok_ptr[end]):
+            t = tok_ids[p]
             out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
             if want_next:
                 out_next[t] = s
-            count += 1
-        i += 1
+        count += node_tok_ptr[end] - node_tok_ptr[i]
+        i = end
     return count
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from .cache import DiskCache, content_key
 
-__all__ = ["TokenTrie", "token_trie_for"]
+__all__ = ["TokenTrie", "token_trie_for", "new_loop_memo"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,6 +54,39 @@ class TokenTrie:
             found[self.tok_ids] = True
             self.__dict__["_matchable"] = found
         return found
+
+    @property
+    def summaries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per node, the ASCII bytes inside its subtree, its UTF-8 flags and height (computed once).
+
+        See :func:`~._kernels.subtree_summaries`: 21 bytes a node, which let a walk
+        take a whole subtree at once where the automaton loops on all of it
+        (:func:`~._kernels.walk_dfa_bulk`).
+        """
+        found = self.__dict__.get("_summaries")
+        if found is None:
+            from ._kernels import UTF8, subtree_summaries
+
+            found = subtree_summaries(self.node_byte, self.node_depth, self.max_depth, UTF8)
+            self.__dict__["_summaries"] = found
+        return found
+
+    def walk_dfa(self, trans: np.ndarray, state: int, out_words: np.ndarray, out_next: np.ndarray,
+                 memo: tuple[np.ndarray, np.ndarray] | None = None) -> int:
+        """OR into ``out_words`` the tokens viable from ``state`` of the byte DFA ``trans``.
+
+        See :func:`~._kernels.walk_dfa` (``out_next``: empty, or one int32 slot per
+        token for its end state).  ``memo`` is :func:`new_loop_memo` of the DFA,
+        kept by callers that walk the same DFA again; a fresh one is used otherwise.
+        Returns the number of viable tokens.
+        """
+        from ._kernels import UTF8, walk_dfa
+
+        ascii_below, flags, height = self.summaries
+        words_memo, step_bytes = memo if memo is not None else new_loop_memo(trans.shape[0])
+        return int(walk_dfa(trans, state, self.node_byte, self.node_depth, self.node_skip, self.node_tok_ptr,
+                            self.tok_ids, ascii_below, flags, height, self.max_depth, words_memo, step_bytes,
+                            UTF8, out_words, out_next))
 
     @property
     def total_token_bytes(self) -> int:
@@ -83,6 +116,11 @@ class TokenTrie:
         node_byte, node_depth, node_skip, node_tok_ptr = build_trie(flat, offsets)
         max_depth = int(lengths.max()) if len(lengths) else 0
         return cls(node_byte, node_depth, node_skip, node_tok_ptr, sorted_ids, max_depth)
+
+
+def new_loop_memo(num_states: int) -> tuple[np.ndarray, np.ndarray]:
+    """An empty memo of what trie walks learn about a DFA's steps (see :meth:`TokenTrie.walk_dfa`)."""
+    return np.zeros(num_states, dtype=np.int64), np.zeros((num_states, 2), dtype=np.uint64)
 
 
 _TRIE_CACHE: dict[str, TokenTrie] = {}

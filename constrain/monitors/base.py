@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..automata._kernels import walk_dfa
 from ..automata.token_trie import token_trie_for
 from ..matcher import Matcher, _as_numpy_rows
 from .identifiers import RELEASED, IdentifierDFA, boundary_guard, identifier_dfa
@@ -144,10 +143,8 @@ class MonitorContext:
 
         With ``ends`` (int32, one slot per token), also writes each such token's end state.
         """
-        trie = self.trie
         words = np.zeros(self.num_words, dtype=np.uint32)
-        walk_dfa(trans, state, trie.node_byte, trie.node_depth, trie.node_skip, trie.node_tok_ptr, trie.tok_ids,
-                 trie.max_depth, words, ends if ends is not None else np.empty(0, np.int32))
+        self.trie.walk_dfa(trans, state, words, ends if ends is not None else np.empty(0, np.int32))
         return words
 
     def _identifier_walk(self, dfa: IdentifierDFA, state: int) -> np.ndarray:

@@ -1,0 +1,203 @@
+"""The subtree-skipping trie walk against walking each token on its own, and brute force.
+
+``TokenDFA`` computes mask rows with :func:`constrain.automata._kernels.walk_dfa`,
+which takes whole trie subtrees at once where the DFA loops on a state.  Its rows
+(and next-state rows) must equal those of walking each token's bytes on its own
+(:func:`token_by_token`, no trie) for sampled states, on real vocabularies with
+partial UTF-8 tokens (Llama-3 byte-level BPE, Llama-2 byte fallback), for DFAs
+from regexes and JSON schemas; and, at a few states, the Python per-token
+``dfa.walk(state, bytes(token))``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import functools
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import njit
+
+from constrain import Compiler
+from constrain.automata.byte_dfa import regex_to_dfa
+from constrain.automata._kernels import HAS_HIGH, UTF8, UTF8_CLEAN, _chars_step, subtree_summaries
+from constrain.automata.token_trie import TokenTrie
+
+TOKENIZERS = ["llama-3", "llama-2"]
+
+PATTERNS = {
+    "json_string": r'"([^"\\\x00-\x1f]|\\["\\/bfnrt])*"',
+    "negated": r'[^"\\]*',
+    "anything": r"[\s\S]*",
+    "not_e_acute": r"[^\u00e9]*",
+    "some_accents": r"(é|[a-z ])*",
+    "cjk_and_letters": r"[a-z\u4e00-\u9fff ]*",
+    "bounded_dot": r".{0,40}",
+    "bounded_letters": r"[a-z ]{0,200}",
+    "bounded_negated": r'[^"\\]{2,60}',
+    "astral": r"[\u{1F300}-\u{1F5FF} a-z]*",
+    "date": r"\d{4}-\d{2}-\d{2}",
+}
+
+SCHEMAS = {
+    "free_strings": {"type": "object", "properties": {"name": {"type": "string"}, "tags": {
+        "type": "array", "items": {"type": "string"}}}, "required": ["name"]},
+    "bounded_strings": {"type": "object", "properties": {"code": {"type": "string", "maxLength": 30},
+                                                         "kind": {"enum": ["alpha", "béta"]}}},
+    "pattern_and_numbers": {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[A-Z]{2}-\\d+$"},
+                                                             "score": {"type": "number"}}},
+}
+
+
+def _bench_schemas(count: int) -> list[dict]:
+    """The first ``count`` schemas of JSONSchemaBench's Github_medium, where the data is present."""
+    data = os.environ.get("CONSTRAIN_DATA_DIR")
+    path = Path(data) / "jsonschemabench" / "Github_medium.jsonl" if data else None
+    if path is None or not path.is_file():
+        return []
+    with path.open() as rows:
+        return [json.loads(line)["schema"] for line, _ in zip(rows, range(count))]
+
+
+@njit(cache=True)
+def token_by_token(trans, state, flat, offsets, token_ids, out_words, out_next):
+    """Each token's bytes through the DFA on their own (no trie): viable when -1 is never reached."""
+    for k in range(token_ids.shape[0]):
+        q = state
+        for j in range(offsets[k], offsets[k + 1]):
+            q = trans[q, flat[j]]
+            if q < 0:
+                break
+        if q >= 0:
+            t = token_ids[k]
+            out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            out_next[t] = q
+
+
+@functools.lru_cache(maxsize=None)
+def _flat_tokens(info) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The matchable tokens' bytes concatenated, their offsets and their ids."""
+    ids = np.asarray(info.matchable_token_ids(), dtype=np.int64)
+    blobs = [info.token_bytes[t] for t in ids.tolist()]
+    offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in blobs], out=offsets[1:])
+    return np.frombuffer(b"".join(blobs), dtype=np.uint8), offsets, ids
+
+
+def reference_rows(engine, state: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mask words (EOS included when accepting) and next states, token by token."""
+    words = np.zeros(engine.num_words, dtype=np.uint32)
+    nxt = np.full(engine.info.vocab_size, -1, dtype=np.int32)
+    token_by_token(engine.dfa.trans, state, *_flat_tokens(engine.info), words, nxt)
+    if engine.dfa.accepting[state]:
+        words |= engine.eos_words()
+    return words, nxt
+
+
+def _sample_states(engine, limit: int) -> list[int]:
+    """Up to ``limit`` states spread over the DFA (all of them when it is small)."""
+    num = engine.dfa.num_states
+    return sorted(set(np.linspace(0, num - 1, min(num, limit)).astype(int).tolist()))
+
+
+def _assert_rows_match(engine, limit: int = 120) -> None:
+    for state in _sample_states(engine, limit):
+        words, nxt = reference_rows(engine, state)
+        assert np.array_equal(engine._compute_row(state), words), f"mask row of state {state}"
+        assert np.array_equal(engine.next_states(state, memoize=False), nxt), f"next-state row of state {state}"
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_regex_rows_equal_reference(infos, tokenizer, name):
+    engine = Compiler(infos(tokenizer), cache_dir=False).compile_regex(PATTERNS[name]).engine
+    _assert_rows_match(engine)
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_schema_rows_equal_reference(infos, tokenizer, name):
+    engine = Compiler(infos(tokenizer), cache_dir=False).compile_json_schema(SCHEMAS[name]).engine
+    _assert_rows_match(engine)
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+def test_bench_schema_rows_equal_reference(infos, tokenizer):
+    schemas = _bench_schemas(6)
+    if not schemas:
+        pytest.skip("JSONSchemaBench not found under $CONSTRAIN_DATA_DIR")
+    compiler = Compiler(infos(tokenizer), cache_dir=False)
+    for schema in schemas:
+        try:
+            engine = compiler.compile_json_schema(schema).engine
+        except Exception:  # schemas the compiler refuses are not this test's business
+            continue
+        _assert_rows_match(engine, limit=40)
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+def test_rows_equal_brute_force(infos, tokenizer):
+    """Per token, ``dfa.walk`` over its bytes: viable exactly when the row says so."""
+    info = infos(tokenizer)
+    engine = Compiler(info, cache_dir=False).compile_json_schema(SCHEMAS["bounded_strings"]).engine
+    matchable = info.matchable_token_ids()
+    for state in _sample_states(engine, 6):
+        row = engine._compute_row(state)
+        nxt = engine.next_states(state, memoize=False)
+        for token in matchable:
+            end = engine.dfa.walk(state, info.token_bytes[token])
+            allowed = bool((row[token >> 5] >> np.uint32(token & 31)) & 1)
+            assert allowed == (end >= 0), (state, info.token_bytes[token])
+            assert nxt[token] == (end if end >= 0 else -1), (state, info.token_bytes[token])
+
+
+def _valid_prefix(data: bytes) -> bool:
+    """True when ``data`` is valid UTF-8 possibly cut inside its last character."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _at_boundary(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def test_subtree_summaries_match_brute_force():
+    tokens = [b"a", b"ab", b"a\xc3", b"a\xc3\xa9", b"a\xc3\xa9z", b"\xc3", b"\xc3\xa9", b"\xe4\xbd\xa0\xe5",
+              b"\xe4\xbd\xa0", b"\xff", b"x\xff", b"x", b"xy", b"\xed\xa0\x80", b"\xc0\x80", b"\xf0\x9f\x98\x80",
+              b"\xf0\x9f", b"q\xf4\x90", b"q"]
+    trie = TokenTrie.from_token_bytes(tokens, range(len(tokens)))
+    ascii_below, flags, height = subtree_summaries(trie.node_byte, trie.node_depth, trie.max_depth, UTF8)
+    paths: list[bytes] = []
+    for i in range(trie.num_nodes):
+        depth = int(trie.node_depth[i])
+        parent = next(j for j in range(i - 1, -1, -1) if trie.node_depth[j] == depth - 1) if depth > 1 else None
+        paths.append((paths[parent] if parent is not None else b"") + bytes([trie.node_byte[i]]))
+    for i in range(trie.num_nodes):
+        inside = range(i + 1, int(trie.node_skip[i]))
+        below = {int(trie.node_byte[j]) for j in inside}
+        want_ascii = sum(1 << b for b in below if b < 0x80)
+        got_ascii = int(ascii_below[i, 0]) | (int(ascii_below[i, 1]) << 64)
+        assert got_ascii == want_ascii, paths[i]
+        assert bool(flags[i] & HAS_HIGH) == any(b >= 0x80 for b in below), paths[i]
+        clean = _at_boundary(paths[i]) and all(_valid_prefix(paths[j]) for j in inside)
+        assert bool(flags[i] & UTF8_CLEAN) == clean, paths[i]
+        assert height[i] == max((len(paths[j]) - len(paths[i]) for j in inside), default=0), paths[i]
+
+
+@pytest.mark.parametrize("pattern,loops", [(r"[\s\S]*", True), (r'[^"]*', True), (r"(é|[a-z])*", False),
+                                           (r"[^\u00e9]*", False), (r"[\u0080-\u{10FFFF}]*", True),
+                                           (r"[\u0800-\u{10FFFF}]*", False)])
+def test_chars_step(pattern, loops):
+    """Every multi-byte character returns to the start state exactly for the patterns that allow them all."""
+    dfa = regex_to_dfa(pattern)
+    assert _chars_step(dfa.trans, dfa.start, dfa.start, UTF8) == loops
