@@ -40,6 +40,7 @@ PATTERNS = {
     "bounded_negated": r'[^"\\]{2,60}',
     "astral": r"[\u{1F300}-\u{1F5FF} a-z]*",
     "date": r"\d{4}-\d{2}-\d{2}",
+    "contains_hex_run": r'"[^"\\]*[0-9a-f]{8}[^"\\]*",?',
 }
 
 SCHEMAS = {
@@ -47,6 +48,7 @@ SCHEMAS = {
         "type": "array", "items": {"type": "string"}}}, "required": ["name"]},
     "bounded_strings": {"type": "object", "properties": {"code": {"type": "string", "maxLength": 30},
                                                          "kind": {"enum": ["alpha", "béta"]}}},
+    "unanchored_pattern": {"type": "object", "properties": {"hash": {"type": "string", "pattern": "[A-Fa-f0-9]{16}"}}},
     "pattern_and_numbers": {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[A-Z]{2}-\\d+$"},
                                                              "score": {"type": "number"}}},
 }

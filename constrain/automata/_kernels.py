@@ -146,6 +146,10 @@ def subtree_summaries(node_byte, node_depth, max_depth, utf8):
 _STEP_KNOWN = 1
 _CHARS_KNOWN = 2
 _CHARS_STEP = 4
+_ALIVE_KNOWN = 8
+# A state is wide when this many ASCII bytes are live in it (inside a string).
+_WIDE = 32
+_MAX_ALIVE_STATES = 256
 
 
 @njit(cache=True, nogil=True)
@@ -179,7 +183,7 @@ def _learn_step(trans, s, memo, step_bytes):
     for b in range(128):
         if best >= 0 and trans[s, b] == best:
             step_bytes[s, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
-    word = ((best + 1) << 8) | _STEP_KNOWN
+    word = memo[s] | ((best + 1) << 8) | _STEP_KNOWN
     memo[s] = word
     return word
 
@@ -189,6 +193,67 @@ def _learn_chars(trans, s, word, utf8, memo):
     """Add to ``s``'s word whether every multi-byte character from ``s`` lands on its step (:func:`_chars_step`)."""
     target = (word >> 8) - 1
     word |= _CHARS_KNOWN | (_CHARS_STEP if _chars_step(trans, s, target, utf8) else 0)
+    memo[s] = word
+    return word
+
+
+@njit(cache=True, nogil=True)
+def _learn_alive(trans, s, memo, alive_bytes):
+    """Record ``alive_bytes[s]``: ASCII bytes on which no path from ``s`` can die.
+
+    The largest set ``X`` found such that every state reachable from ``s`` by bytes
+    of ``X`` is wide (:data:`_WIDE` live ASCII bytes) and has every byte of ``X``
+    live.  Found by shrinking: start from the bytes live at ``s``, visit what they
+    reach, and drop a byte wherever it dies or leads to a narrow state (a closing
+    quote, an escape); again until nothing is dropped.  A string that must contain
+    a pattern (``"pattern": "[0-9a-f]{64}"``, unanchored) counts hex runs in many
+    states, which no single step covers: this set still holds all but ``"`` and
+    ``\\``.  Gives up (empty set) past 256 states.  The set is written before the flag.
+    """
+    num_states = trans.shape[0]
+    keep = np.zeros(128, np.bool_)
+    for b in range(128):
+        keep[b] = trans[s, b] >= 0
+    seen = np.zeros(num_states, np.bool_)
+    queue = np.empty(_MAX_ALIVE_STATES, np.int64)
+    changed = True
+    while changed:
+        changed = False
+        queue[0] = s
+        seen[s] = True
+        found = 1
+        done = 0
+        while done < found and found < _MAX_ALIVE_STATES:
+            q = queue[done]
+            done += 1
+            for b in range(128):
+                if not keep[b]:
+                    continue
+                t = trans[q, b]
+                if t < 0:
+                    keep[b] = False
+                    changed = True
+                elif not seen[t]:
+                    live = 0
+                    for c in range(128):
+                        if trans[t, c] >= 0:
+                            live += 1
+                    if live < _WIDE:
+                        keep[b] = False
+                        changed = True
+                    elif found < _MAX_ALIVE_STATES:
+                        seen[t] = True
+                        queue[found] = t
+                        found += 1
+        for k in range(found):
+            seen[queue[k]] = False
+        if found >= _MAX_ALIVE_STATES:
+            keep[:] = False
+            break
+    for b in range(128):
+        if keep[b]:
+            alive_bytes[s, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    word = memo[s] | _ALIVE_KNOWN
     memo[s] = word
     return word
 
@@ -240,7 +305,7 @@ def _chars_step(trans, s, target, utf8):
 
 @njit(cache=True, nogil=True)
 def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr, tok_ids, ascii_below, flags,
-             height, max_depth, memo, step_bytes, utf8, out_words, out_next):
+             height, max_depth, memo, step_bytes, alive_bytes, utf8, out_words, out_next):
     """Walk the token trie from ``start_state`` of a byte DFA whose every state is live.
 
     A token is viable when walking its bytes never reaches -1.  For each viable
@@ -256,10 +321,11 @@ def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
     set without a transition lookup (~12x faster rows in such states).
     ``ascii_below``/``flags``/``height`` come from :func:`subtree_summaries`.  With
     ``out_next`` (whose tokens need each end state), only pure-ASCII subtrees on a
-    self-loop are taken whole (they all end in the loop state).  ``memo`` (int64
-    ``[states]``) and ``step_bytes`` (uint64 ``[states, 2]``), zeros at first, are
-    the DFA's memo (:func:`_learn_step`, :func:`_learn_chars`), which may be kept
-    across calls.  Returns the number of viable tokens.
+    self-loop are taken whole (they all end in the loop state).  Failing that, a
+    pure-ASCII subtree is taken when its bytes cannot die from ``s`` at all
+    (:func:`_learn_alive`).  ``memo`` (int64 ``[states]``), ``step_bytes`` and
+    ``alive_bytes`` (uint64 ``[states, 2]``), zeros at first, are the DFA's memo
+    (:func:`_learn_step`, :func:`_learn_chars`), which may be kept across calls.  Returns the number of viable tokens.
     """
     states = np.empty(max_depth + 1, np.int32)
     states[0] = start_state
@@ -297,6 +363,11 @@ def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
             if nxt == c:
                 break
             c = nxt
+        if not take and not want_next and not f & HAS_HIGH and node_skip[i] > end:
+            word = memo[s]
+            if not word & _ALIVE_KNOWN:
+                word = _learn_alive(trans, s, memo, alive_bytes)
+            take = ((ascii_below[i, 0] & ~alive_bytes[s, 0]) | (ascii_below[i, 1] & ~alive_bytes[s, 1])) == 0
         if take:
             end = node_skip[i]
         else:

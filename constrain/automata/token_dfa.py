@@ -40,7 +40,7 @@ class TokenDFA(EngineBase):
         self.dfa = dfa
         self._rows: dict[int, np.ndarray] = {}
         self._next_rows: dict[int, np.ndarray] = {}
-        self._loops: tuple[np.ndarray, np.ndarray] | None = None
+        self._loops: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # -- matcher protocol ------------------------------------------------------
     @property

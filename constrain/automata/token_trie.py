@@ -72,7 +72,7 @@ class TokenTrie:
         return found
 
     def walk_dfa(self, trans: np.ndarray, state: int, out_words: np.ndarray, out_next: np.ndarray,
-                 memo: tuple[np.ndarray, np.ndarray] | None = None) -> int:
+                 memo: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> int:
         """OR into ``out_words`` the tokens viable from ``state`` of the byte DFA ``trans``.
 
         See :func:`~._kernels.walk_dfa` (``out_next``: empty, or one int32 slot per
@@ -83,10 +83,10 @@ class TokenTrie:
         from ._kernels import UTF8, walk_dfa
 
         ascii_below, flags, height = self.summaries
-        words_memo, step_bytes = memo if memo is not None else new_loop_memo(trans.shape[0])
+        words_memo, step_bytes, alive_bytes = memo if memo is not None else new_loop_memo(trans.shape[0])
         return int(walk_dfa(trans, state, self.node_byte, self.node_depth, self.node_skip, self.node_tok_ptr,
                             self.tok_ids, ascii_below, flags, height, self.max_depth, words_memo, step_bytes,
-                            UTF8, out_words, out_next))
+                            alive_bytes, UTF8, out_words, out_next))
 
     @property
     def total_token_bytes(self) -> int:
@@ -118,9 +118,10 @@ class TokenTrie:
         return cls(node_byte, node_depth, node_skip, node_tok_ptr, sorted_ids, max_depth)
 
 
-def new_loop_memo(num_states: int) -> tuple[np.ndarray, np.ndarray]:
-    """An empty memo of what trie walks learn about a DFA's steps (see :meth:`TokenTrie.walk_dfa`)."""
-    return np.zeros(num_states, dtype=np.int64), np.zeros((num_states, 2), dtype=np.uint64)
+def new_loop_memo(num_states: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An empty memo of what trie walks learn about a DFA's states (see :meth:`TokenTrie.walk_dfa`)."""
+    return (np.zeros(num_states, dtype=np.int64), np.zeros((num_states, 2), dtype=np.uint64),
+            np.zeros((num_states, 2), dtype=np.uint64))
 
 
 _TRIE_CACHE: dict[str, TokenTrie] = {}
