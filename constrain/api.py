@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from .compiler import CompiledGrammar
-from .grammar.json_schema import UNSATISFIABLE
 from .errors import ConstrainError, SchemaError
 
 __all__ = ["generate_json", "generate_regex", "generate_grammar", "generate_constrained", "model_vocab_size"]
@@ -239,6 +238,7 @@ def generate_json(
     """
     import json
 
+    from .grammar.json_schema import UNSATISFIABLE
     from .samplers.processor import compiler_for
 
     compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_json_schema(

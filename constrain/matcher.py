@@ -154,15 +154,8 @@ class Matcher:
         one same-dtype row copy (about a microsecond for a 128k vocabulary).
         """
         cached = _last_views
-        if cached[0] is bitmask and cached[1] == (bitmask.data_ptr(), bitmask.shape, bitmask.stride(),
-                                                  bitmask.dtype):
-            rows = cached[2]
-        else:
-            rows = _row_views(bitmask)
-        if self._terminated_at is None:
-            words = self._engine.mask_words(self._states[-1])
-        else:
-            words = self._engine.eos_words()
+        rows = cached[2] if cached[0] is bitmask and cached[1] == _view_key(bitmask) else _row_views(bitmask)
+        words = self.next_token_mask_words()
         if not 0 <= row < len(rows):
             raise BitmaskError(f"Invalid bitmask row: expected 0 <= row < {len(rows)}, got {row}")
         target = rows[row]
@@ -203,8 +196,13 @@ def _row_views(bitmask) -> "Sequence[np.ndarray]":
     if isinstance(bitmask, np.ndarray):
         return array
     rows = tuple(array)
-    _last_views = (bitmask, (bitmask.data_ptr(), bitmask.shape, bitmask.stride(), bitmask.dtype), rows)
+    _last_views = (bitmask, _view_key(bitmask), rows)
     return rows
+
+
+def _view_key(tensor) -> tuple:
+    """What a tensor's row views depend on: memory, shape, strides and dtype."""
+    return tensor.data_ptr(), tensor.shape, tensor.stride(), tensor.dtype
 
 
 def _as_numpy_rows(bitmask) -> np.ndarray:

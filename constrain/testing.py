@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re as _re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -26,6 +27,7 @@ __all__ = [
     "ids_to_bitmask",
     "GrammarOracle",
     "check_masks_along_random_walk",
+    "assert_same_masks_along",
     "Unserialisable",
     "value_depth",
     "json_schema_instance_text",
@@ -558,6 +560,23 @@ def check_masks_along_random_walk(matcher, oracle, info, steps: int, seed: int, 
     return None
 
 
+def assert_same_masks_along(matchers, pieces: Sequence[str]) -> None:
+    """Feed every piece to every matcher; before each, all matchers must fill the same mask.
+
+    For grammars compiled several ways (fresh, loaded from the disk cache, rebuilt
+    from a corrupt entry) that must behave identically.
+    """
+    width = (matchers[0].compiled.tokenizer_info.vocab_size + 31) // 32
+    for piece in pieces:
+        masks = []
+        for matcher in matchers:
+            bitmask = np.zeros((1, width), np.int32)
+            matcher.fill_next_token_bitmask(bitmask)
+            masks.append(bitmask)
+            assert matcher.accept_bytes(piece), piece
+        assert all(np.array_equal(masks[0], mask) for mask in masks[1:]), piece
+
+
 def stdlib_python_files(include_tests: bool = True) -> list[str]:
     """Paths of the running interpreter's standard-library ``.py`` files, sorted.
 
@@ -755,7 +774,7 @@ def json_schema_instance_text(value, schema, *, max_recursion: int = 3, max_any_
 
 
 def force_hypothesis_instances(schema, grammar, tokenizer, eos_token_id: int, examples: int,
-                               counts: "collections.Counter", rejected: list, label: str = "") -> None:
+                               counts: Counter, rejected: list, label: str = "") -> None:
     """Draw ``examples`` valid instances of ``schema`` with hypothesis-jsonschema, write each
     as the compiled language documents it, and force it through ``grammar`` token by token
     with EOS at the end.  Tallies outcomes into ``counts`` ("accepted", "REJECTED",

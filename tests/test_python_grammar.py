@@ -21,7 +21,7 @@ import torch
 from conftest import finished_generations
 from constrain import Compiler, Matcher, TokenizerInfo, generate_grammar
 from constrain.grammar.builtin import builtin_grammar
-from constrain.testing import force_tokens, stdlib_python_files
+from constrain.testing import assert_same_masks_along, force_tokens, stdlib_python_files
 
 
 @pytest.fixture(scope="module")
@@ -141,8 +141,6 @@ def test_tiny_model_writes_python(load_tokenizer):
 def test_indentation_grammar_errors_and_disk_cache(load_tokenizer, tmp_path):
     """An indentation-aware grammar must define the documented _NEWLINE; a python engine
     loaded from the disk cache gives the same masks as a fresh one."""
-    import numpy as np
-
     from constrain import GrammarError
 
     info = TokenizerInfo.from_huggingface(load_tokenizer("gpt2"))
@@ -152,14 +150,6 @@ def test_indentation_grammar_errors_and_disk_cache(load_tokenizer, tmp_path):
             "%declare _INDENT _DEDENT")
     fresh = Compiler(info, cache_dir=tmp_path).compile_builtin("python")  # built, then saved
     loaded = Compiler(info, cache_dir=tmp_path).compile_builtin("python")
-    width = (info.vocab_size + 31) // 32
     matchers = [Matcher(fresh), Matcher(loaded)]
-    for piece in ["def f(x):", "\n    if x:", "\n        return [x,\n  1]", "\n    ", "pass\n"]:
-        masks = []
-        for matcher in matchers:
-            bitmask = np.zeros((1, width), np.int32)
-            matcher.fill_next_token_bitmask(bitmask)
-            masks.append(bitmask)
-            assert matcher.accept_bytes(piece)
-        assert np.array_equal(masks[0], masks[1])
+    assert_same_masks_along(matchers, ["def f(x):", "\n    if x:", "\n        return [x,\n  1]", "\n    ", "pass\n"])
     assert all(m.is_accepting() for m in matchers)

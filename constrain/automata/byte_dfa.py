@@ -92,13 +92,6 @@ class ByteDFA:
         trans, labels, (start,) = _minimize(*pruned)
         return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), labels >= 0, start)
 
-    def byte_runs(self) -> list[list[tuple[int, int, int]]]:
-        """Per state, ``(lo, hi, target)`` for each run of bytes with one live target."""
-        table = self.run_table()
-        bounds = np.searchsorted(table[:, 0], np.arange(self.num_states + 1)).tolist()
-        runs = [tuple(run) for run in table[:, 1:].tolist()]
-        return [runs[bounds[s] : bounds[s + 1]] for s in range(self.num_states)]
-
     def run_table(self) -> np.ndarray:
         """int32 ``[k, 4]`` rows ``(state, lo, hi, target)``: each maximal run of bytes with one
         live target, by state then byte (memoised; computed with array operations, since

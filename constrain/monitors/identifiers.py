@@ -34,7 +34,7 @@ import numpy as np
 
 from ..automata.byte_dfa import _trie_dfa, build_byte_dfa
 from ..errors import MonitorError
-from ..grammar.regex import CharSet
+from ..grammar.regex import MAX_CODEPOINT, CharSet, complement_ranges
 
 __all__ = ["IdentifierDFA", "identifier_dfa", "identifier_continue_ranges", "is_identifier_char", "boundary_guard"]
 
@@ -44,7 +44,6 @@ AFTER_BOUNDARY = 1
 #: Bytes that start an identifier in UTF-8 text: ASCII letters, ``_`` and every non-ASCII lead byte.
 IDENTIFIER_START = np.zeros(256, dtype=bool)
 IDENTIFIER_START[[*range(ord("a"), ord("z") + 1), *range(ord("A"), ord("Z") + 1), ord("_"), *range(0xC2, 0xF5)]] = True
-_MAX_CODE_POINT = 0x10FFFF
 
 
 @lru_cache(maxsize=1)
@@ -54,7 +53,7 @@ def identifier_continue_ranges() -> tuple[tuple[int, int], ...]:
     Taken from the running interpreter (``("a" + c).isidentifier()``, ~0.1 s once),
     so the automaton agrees with ``str.isidentifier`` on the same Python.
     """
-    flags = np.fromiter((("a" + chr(cp)).isidentifier() for cp in range(_MAX_CODE_POINT + 1)), dtype=bool)
+    flags = np.fromiter((("a" + chr(cp)).isidentifier() for cp in range(MAX_CODEPOINT + 1)), dtype=bool)
     edges = np.flatnonzero(np.diff(np.concatenate(([False], flags, [False])).astype(np.int8)))
     return tuple((int(lo), int(hi) - 1) for lo, hi in zip(edges[::2], edges[1::2]))
 
@@ -64,21 +63,10 @@ def is_identifier_char(char: str) -> bool:
     return ("a" + char).isidentifier()
 
 
-def _complement(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-    out, next_cp = [], 0
-    for lo, hi in ranges:
-        if lo > next_cp:
-            out.append((next_cp, lo - 1))
-        next_cp = hi + 1
-    if next_cp <= _MAX_CODE_POINT:
-        out.append((next_cp, _MAX_CODE_POINT))
-    return tuple(out)
-
-
 @lru_cache(maxsize=1)
 def _terminator_dfa():
     """Minimal byte DFA of one character that ends an identifier (built once, ~0.2 s)."""
-    return build_byte_dfa(CharSet(_complement(identifier_continue_ranges())))
+    return build_byte_dfa(CharSet(complement_ranges(identifier_continue_ranges())))
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,9 +10,9 @@ indexed once; references outside the document are an error.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
-import re
 from urllib.parse import unquote
 
 from ...errors import SchemaError
