@@ -17,6 +17,7 @@ import numpy as np
 
 from .automata.byte_dfa import ByteDFA, regex_to_dfa
 from .automata.cache import DiskCache, content_key, default_cache
+from .automata.pushdown import PushdownDFA, TokenPDA
 from .automata.token_dfa import TokenDFA
 from .vocab import TokenizerInfo
 
@@ -200,7 +201,7 @@ class Compiler:
         property_order: str = "schema",
         strict: bool = True,
         max_recursion: int = 3,
-        max_any_depth: int = 3,
+        max_any_depth: int | None = None,
         resources: Mapping[str, Any] | None = None,
     ) -> CompiledGrammar:
         """Compile a JSON Schema (dict, JSON text or pydantic model class).
@@ -230,8 +231,13 @@ class Compiler:
         max_recursion:
             How many times a recursive ``$ref`` is unrolled on one path.
         max_any_depth:
-            Nesting depth allowed inside free-form values (``{}``, ``true``,
-            ``additionalProperties: true``).
+            ``None`` (default): free-form values (``{}``, ``true``,
+            ``additionalProperties: true``) nest without bound, through a call into
+            one shared any-value automaton (the compiled grammar is then not
+            regular; see :mod:`constrain.automata.pushdown`).  An integer bounds
+            their nesting instead and keeps the language one DFA (DINGO needs that).
+            Inside ``not``/``oneOf``/``if``/``contains`` operands they nest at most
+            3 deep either way.
         resources:
             Other schema documents by URI, for references that leave this one
             (nothing is fetched over the network).
@@ -255,15 +261,19 @@ class Compiler:
             disk_key = content_key("json-schema-dfa", text, repr(options))
             stored = self._disk.load("dfa", disk_key)
             if stored is not None and {"trans", "accepting", "start", "notes"} <= stored.keys():
-                dfa = ByteDFA(stored["trans"], stored["accepting"].astype(bool), int(stored["start"]))
+                dfa = _stored_dfa(stored, "")
+                callee = _stored_dfa(stored, "callee_") if "callee_trans" in stored else None
                 notes = tuple(json.loads(bytes(stored["notes"]).decode()))
             else:
                 language = schema_to_dfa(value, options, resources)
-                dfa, notes = language.dfa, tuple(language.notes)
-                self._disk.save("dfa", disk_key, {"trans": dfa.trans, "accepting": dfa.accepting,
-                                                  "start": np.int64(dfa.start),
-                                                  "notes": np.frombuffer(json.dumps(notes).encode(), dtype=np.uint8)})
-            engine = TokenDFA(dfa, self.tokenizer_info, self._disk)
+                dfa, callee, notes = language.dfa, language.callee, tuple(language.notes)
+                arrays = {**_dfa_arrays(dfa, ""), **(_dfa_arrays(callee, "callee_") if callee is not None else {}),
+                          "notes": np.frombuffer(json.dumps(notes).encode(), dtype=np.uint8)}
+                self._disk.save("dfa", disk_key, arrays)
+            if callee is None:
+                engine: Any = TokenDFA(dfa, self.tokenizer_info, self._disk)
+            else:
+                engine = TokenPDA(PushdownDFA(dfa, callee), self.tokenizer_info, self._disk)
             compiled = self._memory_put(key, CompiledGrammar(self.tokenizer_info, "json_schema", value, engine, notes))
         return compiled
 
@@ -311,3 +321,13 @@ class Compiler:
             while len(self._memory) > self._max_cached:
                 self._memory.popitem(last=False)
             return existing
+
+
+def _dfa_arrays(dfa: ByteDFA, prefix: str) -> dict[str, np.ndarray]:
+    """A DFA as named arrays for the disk cache."""
+    return {prefix + "trans": dfa.trans, prefix + "accepting": dfa.accepting, prefix + "start": np.int64(dfa.start)}
+
+
+def _stored_dfa(stored: Mapping[str, np.ndarray], prefix: str) -> ByteDFA:
+    return ByteDFA(stored[prefix + "trans"].astype(np.int32, copy=False), stored[prefix + "accepting"].astype(bool),
+                   int(stored[prefix + "start"]))

@@ -635,7 +635,7 @@ class _InstanceWriter:
     ``required`` names sorted, then the rest as given).  Raises :class:`Unserialisable`
     where the documented language has no text for the value."""
 
-    def __init__(self, schema, max_recursion: int, max_any_depth: int) -> None:
+    def __init__(self, schema, max_recursion: int, max_any_depth: int | None) -> None:
         self.root = schema
         self.max_recursion = max_recursion
         self.max_any_depth = max_any_depth
@@ -676,9 +676,11 @@ class _InstanceWriter:
     def write(self, value, node, chain: tuple[str, ...] = ()):
         views, chain = self.views(node, chain)
         if not any(_STRUCTURAL & view.keys() for view in views):
-            if value_depth(value) > self.max_any_depth:
+            if self.max_any_depth is not None and value_depth(value) > self.max_any_depth:
                 raise Unserialisable("free-form value nested deeper than max_any_depth")
             return value
+        if isinstance(value, list) and any("contains" in view for view in views) and value_depth(value) > 4:
+            raise Unserialisable("items of an array with contains nested deeper than 3 (expanded for the product)")
         if isinstance(value, (dict, list)) and any(k in view for view in views for k in _COMBINATORS):
             raise Unserialisable("member order depends on which anyOf/oneOf/if/not/dependentSchemas branch applies")
         if isinstance(value, float) and any(k in view for view in views for k in
@@ -754,7 +756,7 @@ class _InstanceWriter:
         return out
 
 
-def json_schema_instance_text(value, schema, *, max_recursion: int = 3, max_any_depth: int = 3) -> str:
+def json_schema_instance_text(value, schema, *, max_recursion: int = 3, max_any_depth: int | None = None) -> str:
     """``value`` (valid against ``schema``) written the way ``compile_json_schema``'s language writes it.
 
     Raises :class:`Unserialisable`, with the documented limit as its message, for a

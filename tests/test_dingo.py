@@ -218,6 +218,11 @@ def test_non_regular_constraint_is_refused(small_info):
     with pytest.raises(NonRegularConstraintError, match="regular language"):
         dingo_table(grammar)
     assert issubclass(NonRegularConstraintError, ConstrainError)
+    compiler = Compiler(small_info, cache_dir=False)
+    free_form = {"type": "object", "properties": {"a": {}}}
+    with pytest.raises(NonRegularConstraintError, match="max_any_depth"):
+        dingo_table(compiler.compile_json_schema(free_form))
+    assert dingo_table(compiler.compile_json_schema(free_form, max_any_depth=2)) is not None
 
 
 def test_bad_inputs_name_the_problem(small_info):

@@ -6,7 +6,8 @@ which takes whole trie subtrees at once where the DFA loops on a state.  Its row
 (:func:`token_by_token`, no trie) for sampled states, on real vocabularies with
 partial UTF-8 tokens (Llama-3 byte-level BPE, Llama-2 byte fallback), for DFAs
 from regexes and JSON schemas; and, at a few states, the Python per-token
-``dfa.walk(state, bytes(token))``.
+``dfa.walk(state, bytes(token))``.  Schemas are compiled with ``max_any_depth=3``, so that their
+free-form values stay inside one DFA (the pushdown walk has its own tests, test_pushdown.py).
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ from __future__ import annotations
 import codecs
 import functools
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import shared_data_dir
 from numba import njit
 
 from constrain import Compiler
@@ -56,8 +56,8 @@ SCHEMAS = {
 
 def _bench_schemas(count: int) -> list[dict]:
     """The first ``count`` schemas of JSONSchemaBench's Github_medium, where the data is present."""
-    data = os.environ.get("CONSTRAIN_DATA_DIR")
-    path = Path(data) / "jsonschemabench" / "Github_medium.jsonl" if data else None
+    data = shared_data_dir()
+    path = data / "jsonschemabench" / "Github_medium.jsonl" if data else None
     if path is None or not path.is_file():
         return []
     with path.open() as rows:
@@ -122,7 +122,7 @@ def test_regex_rows_equal_reference(infos, tokenizer, name):
 @pytest.mark.parametrize("tokenizer", TOKENIZERS)
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_schema_rows_equal_reference(infos, tokenizer, name):
-    engine = Compiler(infos(tokenizer), cache_dir=False).compile_json_schema(SCHEMAS[name]).engine
+    engine = Compiler(infos(tokenizer), cache_dir=False).compile_json_schema(SCHEMAS[name], max_any_depth=3).engine
     _assert_rows_match(engine)
 
 
@@ -130,11 +130,11 @@ def test_schema_rows_equal_reference(infos, tokenizer, name):
 def test_bench_schema_rows_equal_reference(infos, tokenizer):
     schemas = _bench_schemas(6)
     if not schemas:
-        pytest.skip("JSONSchemaBench not found under $CONSTRAIN_DATA_DIR")
+        pytest.skip("JSONSchemaBench not found (shared data directory, or set $CONSTRAIN_DATA_DIR)")
     compiler = Compiler(infos(tokenizer), cache_dir=False)
     for schema in schemas:
         try:
-            engine = compiler.compile_json_schema(schema).engine
+            engine = compiler.compile_json_schema(schema, max_any_depth=3).engine
         except Exception:  # schemas the compiler refuses are not this test's business
             continue
         _assert_rows_match(engine, limit=40)
@@ -144,7 +144,7 @@ def test_bench_schema_rows_equal_reference(infos, tokenizer):
 def test_rows_equal_brute_force(infos, tokenizer):
     """Per token, ``dfa.walk`` over its bytes: viable exactly when the row says so."""
     info = infos(tokenizer)
-    engine = Compiler(info, cache_dir=False).compile_json_schema(SCHEMAS["bounded_strings"]).engine
+    engine = Compiler(info, cache_dir=False).compile_json_schema(SCHEMAS["bounded_strings"], max_any_depth=3).engine
     matchable = info.matchable_token_ids()
     for state in _sample_states(engine, 6):
         row = engine._compute_row(state)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["build_trie", "subtree_summaries", "walk_dfa", "UTF8", "HAS_HIGH", "UTF8_CLEAN"]
+__all__ = ["build_trie", "subtree_summaries", "walk_dfa", "walk_pda", "PDA_MAX_CONFIGS", "UTF8", "HAS_HIGH", "UTF8_CLEAN"]
 
 
 @njit(cache=True, nogil=True)
@@ -304,6 +304,46 @@ def _chars_step(trans, s, target, utf8):
 
 
 @njit(cache=True, nogil=True)
+def _subtree_viable(trans, s, i, ascii_below, flags, height, memo, step_bytes, alive_bytes, utf8, want_next):
+    """True when every token below trie node ``i`` (which has children) survives from DFA state ``s``.
+
+    Follows ``s``'s steps for as many characters as the subtree is deep: every
+    character below must take the step at each of them (a free string's
+    self-loop, a ``maxLength`` count).  Failing that, a pure-ASCII subtree is
+    viable when its bytes cannot die from ``s`` at all (:func:`_learn_alive`).
+    With ``want_next`` (callers that need each token's end state) only pure-ASCII
+    subtrees on a self-loop qualify: they all end in ``s``.
+    """
+    f = flags[i]
+    take = not (want_next and f & HAS_HIGH) and (f & UTF8_CLEAN or not f & HAS_HIGH)
+    c = s
+    for _ in range(height[i] if take else 0):
+        word = memo[c]
+        if not word & _STEP_KNOWN:
+            word = _learn_step(trans, c, memo, step_bytes)
+        nxt = (word >> 8) - 1
+        if nxt < 0 or (want_next and nxt != c) \
+                or (ascii_below[i, 0] & ~step_bytes[c, 0]) | (ascii_below[i, 1] & ~step_bytes[c, 1]):
+            take = False
+            break
+        if f & HAS_HIGH:
+            if not word & _CHARS_KNOWN:
+                word = _learn_chars(trans, c, word, utf8, memo)
+            if not word & _CHARS_STEP:
+                take = False
+                break
+        if nxt == c:
+            break
+        c = nxt
+    if not take and not want_next and not f & HAS_HIGH:
+        word = memo[s]
+        if not word & _ALIVE_KNOWN:
+            word = _learn_alive(trans, s, memo, alive_bytes)
+        take = ((ascii_below[i, 0] & ~alive_bytes[s, 0]) | (ascii_below[i, 1] & ~alive_bytes[s, 1])) == 0
+    return take
+
+
+@njit(cache=True, nogil=True)
 def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr, tok_ids, ascii_below, flags,
              height, max_depth, memo, step_bytes, alive_bytes, utf8, out_words, out_next):
     """Walk the token trie from ``start_state`` of a byte DFA whose every state is live.
@@ -340,35 +380,8 @@ def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
             i = node_skip[i]
             continue
         end = i + 1
-        f = flags[i]
-        take = node_skip[i] > end and not (want_next and f & HAS_HIGH) and (f & UTF8_CLEAN or not f & HAS_HIGH)
-        # Follow the steps from s for as many characters as the subtree is deep:
-        # every character below must take the step at each of them.
-        c = s
-        for _ in range(height[i] if take else 0):
-            word = memo[c]
-            if not word & _STEP_KNOWN:
-                word = _learn_step(trans, c, memo, step_bytes)
-            nxt = (word >> 8) - 1
-            if nxt < 0 or (want_next and nxt != c) \
-                    or (ascii_below[i, 0] & ~step_bytes[c, 0]) | (ascii_below[i, 1] & ~step_bytes[c, 1]):
-                take = False
-                break
-            if f & HAS_HIGH:
-                if not word & _CHARS_KNOWN:
-                    word = _learn_chars(trans, c, word, utf8, memo)
-                if not word & _CHARS_STEP:
-                    take = False
-                    break
-            if nxt == c:
-                break
-            c = nxt
-        if not take and not want_next and not f & HAS_HIGH and node_skip[i] > end:
-            word = memo[s]
-            if not word & _ALIVE_KNOWN:
-                word = _learn_alive(trans, s, memo, alive_bytes)
-            take = ((ascii_below[i, 0] & ~alive_bytes[s, 0]) | (ascii_below[i, 1] & ~alive_bytes[s, 1])) == 0
-        if take:
+        if node_skip[i] > end and _subtree_viable(trans, s, i, ascii_below, flags, height, memo, step_bytes,
+                                                  alive_bytes, utf8, want_next):
             end = node_skip[i]
         else:
             states[d] = s
@@ -377,6 +390,145 @@ def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
             out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
             if want_next:
                 out_next[t] = s
+        count += node_tok_ptr[end] - node_tok_ptr[i]
+        i = end
+    return count
+
+
+# Pushdown walks (:func:`walk_pda`) keep at most this many configurations per trie depth.
+PDA_MAX_CONFIGS = 16
+
+
+@njit(cache=True, nogil=True)
+def _pda_add(level, cur, pop, npush, src_level, src_k, extra, c_cur, c_pop, c_np, c_push, cnt):
+    """Add a configuration to ``level`` unless present: its pushed frames are ``src``'s first
+    ``npush`` (or ``npush - 1`` of them plus ``extra`` when ``extra >= 0``).  False on overflow."""
+    base = npush - 1 if extra >= 0 else npush
+    for j in range(cnt[level]):
+        if c_cur[level, j] != cur or c_pop[level, j] != pop or c_np[level, j] != npush:
+            continue
+        same = True
+        for m in range(base):
+            if c_push[level, j, m] != c_push[src_level, src_k, m]:
+                same = False
+                break
+        if same and extra >= 0 and c_push[level, j, base] != extra:
+            same = False
+        if same:
+            return True
+    k = cnt[level]
+    if k == PDA_MAX_CONFIGS:
+        return False
+    for m in range(base):
+        c_push[level, k, m] = c_push[src_level, src_k, m]
+    if extra >= 0:
+        c_push[level, k, base] = extra
+    c_cur[level, k] = cur
+    c_pop[level, k] = pop
+    c_np[level, k] = npush
+    cnt[level] = k + 1
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _pda_closure(level, call_ret, accepting, callee, frames, c_cur, c_pop, c_np, c_push, cnt):
+    """Close ``level`` under calls (push the return state, enter the callee) and returns
+    (a complete callee value pops its frame).  False on overflow."""
+    nframes = frames.shape[0]
+    max_push = c_push.shape[2]
+    k = 0
+    while k < cnt[level]:
+        s = c_cur[level, k]
+        p = c_pop[level, k]
+        q = c_np[level, k]
+        r = call_ret[s]
+        if r >= 0 and q < max_push:
+            if not _pda_add(level, callee, p, q + 1, level, k, r, c_cur, c_pop, c_np, c_push, cnt):
+                return False
+        if accepting[s]:
+            if q > 0:
+                if not _pda_add(level, c_push[level, k, q - 1], p, q - 1, level, k, -1, c_cur, c_pop, c_np, c_push, cnt):
+                    return False
+            elif p < nframes:
+                if not _pda_add(level, frames[nframes - 1 - p], p + 1, 0, level, k, -1, c_cur, c_pop, c_np, c_push, cnt):
+                    return False
+        k += 1
+    return True
+
+
+@njit(cache=True, nogil=True)
+def walk_pda(trans, call_ret, accepting, callee, frames, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
+             tok_ids, ascii_below, flags, height, max_depth, memo, step_bytes, alive_bytes, utf8, out_words):
+    """Walk the token trie from one configuration of a DFA with calls (a pushdown automaton).
+
+    ``trans`` holds byte moves only; ``call_ret[s] >= 0`` says that at ``s`` a value
+    of the callee automaton (which starts at ``callee``) may come first, after
+    which the walk continues at ``call_ret[s]``.  ``frames`` are the return states
+    already on the stack (bottom first); ``accepting[s]`` of a callee state means
+    its value is complete, so the top frame may be popped (at the bottom of the
+    stack it means the whole text is complete).  Every trie depth keeps the set of
+    configurations (state, frames popped from ``frames``, frames pushed since)
+    its prefix can be in, closed under calls and returns, so ambiguity (a number
+    that may go on or end, a value that is free-form in one branch and not in
+    another) is followed exactly.  A subtree that one configuration's byte moves
+    take whole (:func:`_subtree_viable`) is set at once.  Returns the number of
+    viable tokens, or -1 when a depth needed more than :data:`PDA_MAX_CONFIGS`
+    configurations (the caller must then decide each token another way).
+    """
+    depths = max_depth + 1
+    max_push = max_depth + 2
+    cnt = np.zeros(depths, np.int64)
+    c_cur = np.empty((depths, PDA_MAX_CONFIGS), np.int32)
+    c_pop = np.empty((depths, PDA_MAX_CONFIGS), np.int32)
+    c_np = np.empty((depths, PDA_MAX_CONFIGS), np.int32)
+    c_push = np.empty((depths, PDA_MAX_CONFIGS, max_push), np.int32)
+    c_cur[0, 0] = start_state
+    c_pop[0, 0] = 0
+    c_np[0, 0] = 0
+    cnt[0] = 1
+    if not _pda_closure(0, call_ret, accepting, callee, frames, c_cur, c_pop, c_np, c_push, cnt):
+        return -1
+    n = node_byte.shape[0]
+    count = 0
+    i = 0
+    while i < n:
+        d = node_depth[i]
+        b = node_byte[i]
+        if cnt[d - 1] == 1:  # the common case, one configuration: no duplicates to look for
+            t = trans[c_cur[d - 1, 0], b]
+            if t < 0:
+                i = node_skip[i]
+                continue
+            q = c_np[d - 1, 0]
+            c_cur[d, 0] = t
+            c_pop[d, 0] = c_pop[d - 1, 0]
+            c_np[d, 0] = q
+            for m in range(q):
+                c_push[d, 0, m] = c_push[d - 1, 0, m]
+            cnt[d] = 1
+        else:
+            cnt[d] = 0
+            for k in range(cnt[d - 1]):
+                t = trans[c_cur[d - 1, k], b]
+                if t >= 0 and not _pda_add(d, t, c_pop[d - 1, k], c_np[d - 1, k], d - 1, k, -1,
+                                           c_cur, c_pop, c_np, c_push, cnt):
+                    return -1
+            if cnt[d] == 0:
+                i = node_skip[i]
+                continue
+        if (cnt[d] > 1 or call_ret[c_cur[d, 0]] >= 0 or accepting[c_cur[d, 0]]) and \
+                not _pda_closure(d, call_ret, accepting, callee, frames, c_cur, c_pop, c_np, c_push, cnt):
+            return -1
+        end = i + 1
+        if node_skip[i] > end:
+            for k in range(cnt[d]):
+                if _subtree_viable(trans, c_cur[d, k], i, ascii_below, flags, height, memo, step_bytes,
+                                   alive_bytes, utf8, False):
+                    end = node_skip[i]
+                    break
+        for p in range(node_tok_ptr[i], node_tok_ptr[end]):
+            t = tok_ids[p]
+            out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
         count += node_tok_ptr[end] - node_tok_ptr[i]
         i = end
     return count

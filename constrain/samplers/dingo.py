@@ -181,11 +181,18 @@ class DingoTable:
         Raises
         ------
         NonRegularConstraintError
-            When ``compiled`` is not regular (a Lark grammar): DINGO needs a DFA.
+            When ``compiled`` is not regular (a Lark grammar, or a JSON Schema with
+            free-form values compiled without ``max_any_depth``): DINGO needs a DFA.
         """
         from ..automata.token_dfa import TokenDFA
 
         engine = compiled.engine
+        if not isinstance(engine, TokenDFA) and compiled.kind == "json_schema":
+            raise NonRegularConstraintError(
+                "Invalid constraint for DINGO: expected a regular language, got a JSON Schema whose free-form "
+                "values nest without bound (a pushdown automaton); compile it with "
+                "compile_json_schema(..., max_any_depth=N) to bound their nesting and keep one DFA"
+            )
         if not isinstance(engine, TokenDFA):
             raise NonRegularConstraintError(
                 f"Invalid constraint for DINGO: expected a regular language (a regex, or a JSON Schema "

@@ -1,4 +1,4 @@
-"""JSON Schema to a byte DFA: the regular language of the schema's JSON texts.
+"""JSON Schema to a byte DFA of the schema's JSON texts (free-form values as calls).
 
 Pipeline: :mod:`document` (load, index ``$id``/``$anchor``, resolve ``$ref``) →
 :mod:`spec` (merge ``$ref``/``allOf`` into one record per value) → :mod:`emit`
@@ -15,9 +15,10 @@ import numpy as np
 
 from ...automata.byte_dfa import ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import bound_runs
+from ...automata.pushdown import PushdownDFA, has_calls
 from ...errors import RegexError, SchemaError
 from .document import SchemaDocument, load_schema
-from .emit import WHITESPACE_MODES, WS_BYTES, Layout, SchemaEmitter, largest_parts
+from .emit import WHITESPACE_MODES, WS_BYTES, Layout, SchemaEmitter, any_value_callee, largest_parts
 from .trees import NOTHING, seq
 
 __all__ = ["JsonSchemaOptions", "SchemaLanguage", "schema_to_dfa", "load_schema", "UNSATISFIABLE"]
@@ -38,28 +39,42 @@ class JsonSchemaOptions:
     property_order: str = "schema"
     strict: bool = True
     max_recursion: int = 3
-    max_any_depth: int = 3
+    max_any_depth: int | None = None
 
     def __post_init__(self) -> None:
         if self.whitespace not in WHITESPACE_MODES:
             raise ValueError(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, got {self.whitespace!r}")
         if self.property_order not in ("schema", "any"):
             raise ValueError(f"property_order must be 'schema' or 'any', got {self.property_order!r}")
-        if self.max_whitespace < 0 or self.max_recursion < 0 or self.max_any_depth < 0:
+        if self.max_whitespace < 0 or self.max_recursion < 0 or (self.max_any_depth or 0) < 0:
             raise ValueError("max_whitespace, max_recursion and max_any_depth must be >= 0")
 
 
 @dataclass
 class SchemaLanguage:
-    """The compiled language and what the compile had to say about it."""
+    """The compiled language and what the compile had to say about it.
+
+    ``callee`` is the any-value automaton that ``dfa``'s :data:`~constrain.automata.pushdown.CALL`
+    moves call (None when ``dfa`` has none: the language is regular).
+    """
 
     dfa: ByteDFA
     notes: list[str] = field(default_factory=list)
+    callee: ByteDFA | None = None
+
+    @property
+    def automaton(self) -> ByteDFA | PushdownDFA:
+        """What reads the texts (``matches``, ``is_prefix``): ``dfa``, or ``dfa`` with its calls."""
+        return self.dfa if self.callee is None else PushdownDFA(self.dfa, self.callee)
 
 
 def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
                   resources: Mapping[str, Any] | None = None) -> SchemaLanguage:
     """Compile a schema (dict, JSON text or pydantic model) to the DFA of its JSON texts.
+
+    Free-form values are :data:`~constrain.automata.pushdown.CALL` moves into
+    ``callee`` unless ``options.max_any_depth`` bounds them; read texts with
+    ``language.automaton``.
 
     ``resources`` maps URIs to other schema documents that ``$ref`` may point into
     (nothing is ever fetched).
@@ -86,9 +101,12 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
         raise SchemaError("the schema nests too deeply to compile", "#") from None
     if not dfa.accepting.any():  # emptiness found only by the set operations (oneOf, not, ...)
         return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [UNSATISFIABLE])
+    callee = any_value_callee(options.whitespace) if has_calls(dfa) else None
     if options.whitespace == "flexible":
         dfa = bound_runs(dfa, structural_loops(dfa), WS_BYTES, options.max_whitespace)
-    return SchemaLanguage(dfa, emitter.notes)
+        if callee is not None:
+            callee = bound_runs(callee, structural_loops(callee), WS_BYTES, options.max_whitespace)
+    return SchemaLanguage(dfa, emitter.notes, callee)
 
 
 def structural_loops(dfa: ByteDFA) -> np.ndarray:

@@ -1,12 +1,15 @@
-"""From merged schema records to the regular language of their JSON texts.
+"""From merged schema records to the language of their JSON texts.
 
-Every non-recursive JSON Schema describes a regular language of texts once the
-serialisation is fixed (key order, string escapes, number spelling, bounded
-whitespace), so the whole schema compiles to one byte DFA and masks come from
-the same token-DFA machinery as regexes.  Recursive ``$ref`` is unrolled to
-``max_recursion`` levels; free-form values (``{}``, ``additionalProperties:
-true``) nest up to ``max_any_depth``.  ``oneOf``, ``not`` and ``if``/``then``/
-``else`` are exact through DFA products (see :mod:`constrain.automata.dfa_ops`).
+Once the serialisation is fixed (key order, string escapes, number spelling,
+bounded whitespace), a non-recursive JSON Schema describes a regular language
+except where a value is free-form (``{}``, ``additionalProperties: true``), whose
+brackets nest without bound.  So the schema compiles to one byte DFA in which each
+free-form value is a call into one shared any-value automaton (see
+:mod:`constrain.automata.pushdown`; an integer ``max_any_depth`` embeds a bounded
+copy instead), and masks come from the same trie-walk machinery as regexes.
+Recursive ``$ref`` is unrolled to ``max_recursion`` levels.  ``oneOf``, ``not``
+and ``if``/``then``/``else`` are exact through DFA products (see
+:mod:`constrain.automata.dfa_ops`), whose operands have their calls expanded.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import difference, intersect, union
+from ...automata.pushdown import call_marker, expand_calls, has_calls
 from ...errors import RegexError, SchemaError
 from ..regex import Automaton, Concat, Graph, RegexNode
 from .document import Loc, SchemaDocument
@@ -31,11 +35,13 @@ from .spec import ANNOTATION_KEYWORDS, KeyRule, Spec, SpecWalk, copy_spec, spec_
 from .strings import ANY_CHAR, any_string_dfa, encode_chars, encoded_string, pattern_tree, string_tree
 from .trees import EMPTY, NOTHING, alt, cls, lit, seq, star
 
-__all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES", "largest_parts"]
+__all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES", "largest_parts", "any_value_callee"]
 
 WHITESPACE_MODES = ("flexible", "canonical", "compact")
 _ALL_TYPES = frozenset(("null", "boolean", "object", "array", "string", "number", "integer"))
 WS_BYTES = b" \t\n\r"
+# Free-form values inside the operands of products (not, oneOf, if, contains) nest at most this deep.
+OPERAND_ANY_DEPTH = 3
 # property_order="any" tracks the set of members written: 2**k states per object.
 MAX_ANY_ORDER_MEMBERS = 6
 
@@ -66,7 +72,8 @@ class Layout:
 class SchemaEmitter:
     """Compile one schema document to a regex tree (with embedded automata)."""
 
-    def __init__(self, doc: SchemaDocument, layout: Layout, *, strict: bool, max_recursion: int, max_any_depth: int,
+    def __init__(self, doc: SchemaDocument, layout: Layout, *, strict: bool, max_recursion: int,
+                 max_any_depth: int | None,
                  any_order: bool = False) -> None:
         self.doc = doc
         self.any_order = any_order
@@ -112,8 +119,24 @@ class SchemaEmitter:
         return tree
 
     def any_value(self) -> RegexNode:
-        """Any JSON value nested at most ``max_any_depth`` deep (free-form members)."""
+        """Any JSON value (free-form members): a call into the shared any-value automaton,
+        or, with an integer ``max_any_depth``, an embedded copy nested at most that deep."""
+        if self.max_any_depth is None:
+            return Automaton(call_marker())
         return Automaton(any_value_dfa(self.layout.mode, self.max_any_depth))
+
+    def _plain(self, dfa: ByteDFA | None) -> ByteDFA | None:
+        """``dfa`` with its calls expanded (products are exact over bytes only): free-form
+        values inside ``not``/``oneOf``/``if``/``contains`` operands nest at most
+        :data:`OPERAND_ANY_DEPTH` deep (or ``max_any_depth``, when set)."""
+        if dfa is None or not has_calls(dfa):
+            return dfa
+        depth = OPERAND_ANY_DEPTH if self.max_any_depth is None else self.max_any_depth
+        return expand_calls(dfa, any_value_dfa(self.layout.mode, depth))
+
+    def _plain_tree(self, tree: RegexNode) -> RegexNode:
+        dfa = self._plain(self._dfa(tree))
+        return NOTHING if dfa is None else Automaton(dfa)
 
     # -- combinators --------------------------------------------------------------------
     def spec_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
@@ -168,7 +191,8 @@ class SchemaEmitter:
         branches = _with_slots(rest, [self._merged(rest, group.child(i), chain) for i in range(len(group.node))])
         if rest.unevaluated_properties or rest.unevaluated_items:
             return self._one_of_unevaluated(branches)
-        return _exactly_one([self._dfa(self.spec_tree(branch, branch_chain)) for branch, branch_chain in branches])
+        return _exactly_one([self._plain(self._dfa(self.spec_tree(branch, branch_chain)))
+                             for branch, branch_chain in branches])
 
     def _one_of_unevaluated(self, branches) -> RegexNode:
         """oneOf under unevaluated*: branch i with it, minus the other branches judged without it."""
@@ -211,7 +235,7 @@ class SchemaEmitter:
     def _minus(self, tree: RegexNode, removed: RegexNode) -> RegexNode:
         if tree is NOTHING or removed is NOTHING:
             return tree
-        kept = difference(build_byte_dfa(tree), build_byte_dfa(removed))
+        kept = difference(self._plain(self._dfa(tree)), self._plain(self._dfa(removed)))
         return NOTHING if kept is None else Automaton(kept)
 
     # -- per type -----------------------------------------------------------------------
@@ -376,7 +400,8 @@ class SchemaEmitter:
             if len(spec.contains) > 1:
                 self._unenforced(spec.contains[1][0], "contains", "only one contains per array is supported")
             loc, low, high = spec.contains[0]
-            contains = (self._dfa(self.value_of([loc], chain)), low, high)
+            contains = (self._plain(self._dfa(self.value_of([loc], chain))), low, high)
+            prefix, rest = [self._plain_tree(item) for item in prefix], self._plain_tree(rest)
         graph = _items_graph(prefix, rest, spec.min_items, spec.max_items, contains, self.layout)
         if graph is NOTHING:
             return NOTHING
@@ -457,18 +482,29 @@ class SchemaEmitter:
 @lru_cache(maxsize=16)
 def any_value_dfa(mode: str, depth: int) -> ByteDFA:
     """Any JSON value of nesting depth <= ``depth``, built level by level (each level embeds the last)."""
+    dfa = build_byte_dfa(_any_value_level(Layout(mode), None))
+    for _ in range(depth):
+        dfa = build_byte_dfa(_any_value_level(Layout(mode), Automaton(dfa)))
+    return dfa
+
+
+@lru_cache(maxsize=4)
+def any_value_callee(mode: str) -> ByteDFA:
+    """Any JSON value, one level of brackets whose members are calls to itself (see :mod:`~constrain.automata.pushdown`)."""
+    return build_byte_dfa(_any_value_level(Layout(mode), Automaton(call_marker())))
+
+
+def _any_value_level(layout: Layout, inner: RegexNode | None) -> RegexNode:
+    """Scalars, and (when ``inner`` is given) arrays and objects whose members are ``inner``."""
     from .numbers import NUMBER
 
-    layout = Layout(mode)
     string = seq(lit('"'), encode_chars(star(ANY_CHAR)), lit('"'))
     scalars = alt(lit("null"), lit("true"), lit("false"), NUMBER, string)
-    dfa = build_byte_dfa(scalars)
-    for _ in range(depth):
-        inner = Automaton(dfa)
-        array = seq(layout.opening("["), _items_graph([], inner, 0, None, None, layout), layout.closing("]"))
-        obj = seq(layout.opening("{"), _members_graph([], [(string, inner)], 0, None, layout), layout.closing("}"))
-        dfa = build_byte_dfa(alt(scalars, array, obj))
-    return dfa
+    if inner is None:
+        return scalars
+    array = seq(layout.opening("["), _items_graph([], inner, 0, None, None, layout), layout.closing("]"))
+    obj = seq(layout.opening("{"), _members_graph([], [(string, inner)], 0, None, layout), layout.closing("}"))
+    return alt(scalars, array, obj)
 
 
 class _GraphBuilder:

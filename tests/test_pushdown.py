@@ -1,0 +1,188 @@
+"""Free-form JSON values through calls into one shared automaton (``constrain.automata.pushdown``).
+
+The language is checked against ``jsonschema`` on values nested far deeper than
+any DFA copy could follow; the numba trie walk's masks are checked against
+walking every token of the vocabulary on its own through the Python
+:class:`PushdownDFA` (brute force), along random walks that start deep inside
+nested values, on Llama-3 (byte-level BPE) and Llama-2 (byte fallback).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import jsonschema
+import numpy as np
+import pytest
+
+from constrain import Compiler, Matcher
+from constrain.automata.dfa_ops import difference
+from constrain.automata.pushdown import CALL, PushdownDFA, TokenPDA, expand_calls, has_calls
+from constrain.grammar.json_schema import JsonSchemaOptions, schema_to_dfa
+from constrain.testing import check_masks_along_random_walk
+
+FREE = {}
+OBJECT_WITH_EXTRAS = {"type": "object", "properties": {"id": {"type": "integer"}, "meta": {}}, "required": ["id"]}
+# After '{"a": ' one branch calls the any-value automaton and the other reads a short string.
+AMBIGUOUS = {"anyOf": [{"type": "object", "properties": {"a": {}}, "required": ["a"]},
+                       {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}},
+                        "additionalProperties": False}]}
+ARRAY_OF_ANY = {"type": "array", "maxItems": 4}
+
+
+def nested(depth: int, rng: random.Random):
+    """A random JSON value with ``depth`` levels of nested brackets along one path."""
+    if depth == 0:
+        return rng.choice([None, True, False, 0, -12, 3.5, 1e-7, "", "a\"b", "é😀\n"])
+    inner = nested(depth - 1, rng)
+    if rng.random() < 0.5:
+        return [rng.choice([1, "x", None]), inner] if rng.random() < 0.5 else [inner]
+    return {"k": inner, "z": rng.choice([[], {}, 2])} if rng.random() < 0.5 else {"": inner}
+
+
+def deep_values(seed: int = 0) -> list:
+    rng = random.Random(seed)
+    return [nested(depth, rng) for depth in (0, 1, 2, 5, 9, 14, 20) for _ in range(3)]
+
+
+@pytest.mark.parametrize("schema", [FREE, OBJECT_WITH_EXTRAS, AMBIGUOUS, ARRAY_OF_ANY],
+                         ids=["free", "object_with_extras", "ambiguous", "array_of_any"])
+def test_language_matches_jsonschema_at_any_depth(schema):
+    language = schema_to_dfa(schema)
+    assert language.callee is not None
+    automaton = language.automaton
+    values = deep_values()
+    values += [{"id": 1, "meta": v} for v in values] + [{"a": v} for v in values] + [[v, v] for v in values]
+    values += [{"a": "abc"}, {"a": "abcd"}, {"id": "x"}]
+    verdicts = [jsonschema.Draft202012Validator(schema).is_valid(v) for v in values]
+    assert any(verdicts) and (schema == FREE or not all(verdicts))  # {} refuses texts only (see below)
+    for value, valid in zip(values, verdicts):
+        for text in (json.dumps(value, ensure_ascii=False), json.dumps(value, ensure_ascii=False, indent=1)):
+            if valid and "\n" + " " * 13 in text:
+                continue  # indentation past max_whitespace (12) is refused by design
+            assert automaton.matches(text.encode()) == valid, (text[:80], valid)
+
+
+def test_broken_nesting_is_refused():
+    automaton = schema_to_dfa(FREE).automaton
+    for text in ('[[[1]]', '[[[1]]]]', '{"a": [1,]}', '[{"a" 1}]', '[[[[[[[[[[]]]]]]]]]}', '{"a": {"b": }}', '[1 2]'):
+        assert not automaton.matches(text.encode()), text
+    assert automaton.is_prefix(b"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[{") and not automaton.is_prefix(b"[[[[[[[}")
+
+
+def test_matcher_accepts_deep_instances_with_eos(load_tokenizer, infos):
+    tokenizer, info = load_tokenizer("llama-3"), infos("llama-3")
+    compiled = Compiler(info, cache_dir=False).compile_json_schema(OBJECT_WITH_EXTRAS)
+    assert isinstance(compiled.engine, TokenPDA) and not compiled.is_regular
+    eos = info.eos_token_ids[0]
+    for value in deep_values(1):
+        text = json.dumps({"id": 7, "meta": value}, ensure_ascii=False)
+        matcher = Matcher(compiled)
+        for token in tokenizer.encode(text, add_special_tokens=False):
+            assert matcher.accept_token(token), text
+        assert matcher.is_accepting() and matcher.accept_token(eos), text
+    matcher = Matcher(compiled)
+    assert matcher.accept_bytes(b'{"id": 1, "meta": [[[[[[[[1]]]]]]]]') and not matcher.is_accepting()
+    assert not matcher.accept_bytes(b"}}") and matcher.accept_bytes(b"}") and matcher.is_accepting()
+
+
+class PushdownOracle:
+    """Brute force: every token walked on its own through the Python byte-level automaton."""
+
+    def __init__(self, automaton: PushdownDFA, info) -> None:
+        self.automaton = automaton
+        self.info = info
+
+    def allowed_ids(self, prefix: bytes, special_ids) -> set[int]:
+        state = self.automaton.walk(self.automaton.start, prefix)
+        assert state is not None
+        allowed = {t for t, data in enumerate(self.info.token_bytes)
+                   if data and t not in special_ids and self.automaton.walk(state, data) is not None}
+        if self.automaton.is_accepting(state):
+            allowed |= set(self.info.eos_token_ids)
+        return allowed
+
+
+WALKS = [
+    (FREE, b'[{"a": [[{"b": ', 1),
+    (FREE, b"[1, [2, [3, [4, [5, [6, [7, [8, [9, [10, 1", 2),
+    (OBJECT_WITH_EXTRAS, b'{"id": 1, "meta": {"x": [[["', 3),
+    (AMBIGUOUS, b'{"a": ', 4),
+    (ARRAY_OF_ANY, b"[12", 5),
+]
+
+
+@pytest.mark.parametrize("tokenizer", ["llama-3", "llama-2"])
+@pytest.mark.parametrize("schema,start,seed", WALKS, ids=[f"walk{seed}" for _, _, seed in WALKS])
+def test_masks_equal_brute_force(infos, tokenizer, schema, start, seed):
+    info = infos(tokenizer)
+    compiled = Compiler(info, cache_dir=False).compile_json_schema(schema)
+    oracle = PushdownOracle(compiled.engine.automaton, info)
+    problem = check_masks_along_random_walk(Matcher(compiled), oracle, info, steps=4, seed=seed, start=start)
+    assert problem is None, problem
+
+
+def test_rows_keyed_by_reach_equal_rows_of_whole_stacks(infos):
+    """A row is memoised by the top ``reach`` frames only; the whole stack gives the same row."""
+    info = infos("llama-3")
+    compiler = Compiler(info, cache_dir=False)
+    engine = compiler.compile_json_schema(FREE).engine
+    whole = TokenPDA(engine.automaton, info)
+    whole.reach = 1 << 30
+    assert engine.reach < 64
+    state = engine.automaton.walk(engine.initial_state, b"[" * 70 + b"1")
+    for suffix in (b"", b"]", b"]]]]", b', {"a": "x'):
+        here = engine.automaton.walk(state, suffix)
+        assert np.array_equal(engine.mask_words(here), whole.mask_words(here)), suffix
+
+
+def test_products_expand_calls_to_the_operand_depth():
+    """``not``/``oneOf`` operands are products over bytes: their free-form values are expanded."""
+    schema = {"oneOf": [{"type": "array"}, {"type": "array", "items": {"type": "integer"}}]}
+    language = schema_to_dfa(schema)
+    assert language.callee is None and not has_calls(language.dfa)
+    assert language.automaton.matches(b'[[["x"]]]') and not language.automaton.matches(b"[1, 2]")
+    assert not language.automaton.matches(b"[[[[[1]]]]]")  # deeper than the operand depth (3)
+    # Outside the operands the same values nest freely.
+    assert schema_to_dfa({"type": "array"}).automaton.matches(b"[[[[[1]]]]]")
+
+
+def test_expand_calls_equals_the_bounded_embedding():
+    from constrain.grammar.json_schema.emit import any_value_callee, any_value_dfa
+
+    bounded = schema_to_dfa(OBJECT_WITH_EXTRAS, JsonSchemaOptions(max_any_depth=2, whitespace="compact")).dfa
+    called = schema_to_dfa(OBJECT_WITH_EXTRAS, JsonSchemaOptions(whitespace="compact")).dfa
+    expanded = expand_calls(called, any_value_dfa("compact", 2))
+    assert difference(expanded, bounded) is None and difference(bounded, expanded) is None  # same language
+    for text in (b'{"id":1}', b'{"id":1,"meta":[[1]]}', b'{"id":1,"meta":[[[1]]]}', b'{"id":1,"x":{"y":[]}}'):
+        assert expanded.matches(text) == bounded.matches(text), text
+    assert not has_calls(any_value_dfa("compact", 2)) and has_calls(any_value_callee("compact"))
+
+
+def test_integer_max_any_depth_keeps_one_dfa(infos):
+    compiler = Compiler(infos("llama-3"), cache_dir=False)
+    assert compiler.compile_json_schema(OBJECT_WITH_EXTRAS, max_any_depth=3).is_regular
+    assert not compiler.compile_json_schema(OBJECT_WITH_EXTRAS).is_regular
+    assert compiler.compile_json_schema({"type": "string"}).is_regular  # no free-form value: no call
+
+
+def test_byte_0xff_token_never_calls(infos):
+    """Llama-2's ``<0xFF>`` byte token carries the byte that marks calls in the table."""
+    info = infos("llama-2")
+    compiled = Compiler(info, cache_dir=False).compile_json_schema(FREE)
+    ff = [t for t, data in enumerate(info.token_bytes) if data == bytes([CALL])]
+    assert ff
+    words = Matcher(compiled).next_token_mask_words()
+    assert not any(words[t >> 5] >> (t & 31) & 1 for t in ff)
+
+
+def test_disk_cache_round_trip(infos, tmp_path):
+    info = infos("llama-3")
+    first = Compiler(info, cache_dir=tmp_path).compile_json_schema(OBJECT_WITH_EXTRAS)
+    second = Compiler(info, cache_dir=tmp_path).compile_json_schema(OBJECT_WITH_EXTRAS)
+    assert isinstance(second.engine, TokenPDA)
+    assert np.array_equal(first.engine.automaton.trans, second.engine.automaton.trans)
+    for matcher in (Matcher(first), Matcher(second)):
+        assert matcher.accept_bytes(b'{"id": 3, "meta": [[[[[{}]]]]]}') and matcher.is_accepting()
+
