@@ -167,6 +167,16 @@ def test_integer_max_any_depth_keeps_one_dfa(infos):
     assert compiler.compile_json_schema({"type": "string"}).is_regular  # no free-form value: no call
 
 
+def test_forced_bytes_cross_calls(infos):
+    compiler = Compiler(infos("llama-3"), cache_dir=False)
+    schema = {"type": "object", "properties": {"meta": {}, "n": {"const": "x"}}, "required": ["meta", "n"],
+              "additionalProperties": False}
+    matcher = Matcher(compiler.compile_json_schema(schema, whitespace="compact"))
+    assert matcher.forced_bytes() == b'{"meta":'
+    assert matcher.accept_bytes(b'{"meta":[[') and matcher.forced_bytes() == b""
+    assert matcher.accept_bytes(b"]]") and matcher.forced_bytes() == b',"n":"x"}'
+
+
 def test_byte_0xff_token_never_calls(infos):
     """Llama-2's ``<0xFF>`` byte token carries the byte that marks calls in the table."""
     info = infos("llama-2")

@@ -242,13 +242,17 @@ class TokenPDA(EngineBase):
 
     def forced_bytes(self, state: tuple) -> bytes:
         """The bytes every continuation from ``state`` must start with (jump-forward)."""
+        pda = self.automaton
         out = bytearray()
-        while not self.is_accepting(state) and len(out) < MAX_FORCED_BYTES:
-            nexts = [(byte, nxt) for byte in range(CALL) if (nxt := self.automaton.step(state, byte))]
-            if len(nexts) != 1:
+        while not pda.is_accepting(state) and len(out) < MAX_FORCED_BYTES:
+            live = np.zeros(256, dtype=bool)
+            for config in pda.closure(state):
+                live |= pda.trans[config[-1]] >= 0
+            (candidates,) = np.nonzero(live)
+            if len(candidates) != 1:  # every state is live, so one byte with a move is forced
                 break
-            out.append(nexts[0][0])
-            state = nexts[0][1]
+            out.append(int(candidates[0]))
+            state = pda.step(state, int(candidates[0]))
         return bytes(out)
 
     # -- rows ------------------------------------------------------------------
