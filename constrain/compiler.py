@@ -293,9 +293,9 @@ class Compiler:
         key = content_key("regex-dfa", pattern)
         stored = self._disk.load("dfa", key)
         if stored is not None and {"trans", "accepting", "start"} <= stored.keys():
-            return ByteDFA(stored["trans"].astype(np.int32, copy=False), stored["accepting"].astype(bool), int(stored["start"]))
+            return _stored_dfa(stored, "")
         dfa = regex_to_dfa(pattern)
-        self._disk.save("dfa", key, {"trans": dfa.trans, "accepting": dfa.accepting, "start": np.int64(dfa.start)})
+        self._disk.save("dfa", key, _dfa_arrays(dfa, ""))
         return dfa
 
     def _precompute_rows(self, engine: TokenDFA, key: str) -> None:
@@ -329,5 +329,6 @@ def _dfa_arrays(dfa: ByteDFA, prefix: str) -> dict[str, np.ndarray]:
 
 
 def _stored_dfa(stored: Mapping[str, np.ndarray], prefix: str) -> ByteDFA:
+    """The DFA that :func:`_dfa_arrays` saved under ``prefix``."""
     return ByteDFA(stored[prefix + "trans"].astype(np.int32, copy=False), stored[prefix + "accepting"].astype(bool),
                    int(stored[prefix + "start"]))

@@ -679,8 +679,12 @@ class _InstanceWriter:
             if self.max_any_depth is not None and value_depth(value) > self.max_any_depth:
                 raise Unserialisable("free-form value nested deeper than max_any_depth")
             return value
-        if isinstance(value, list) and any("contains" in view for view in views) and value_depth(value) > 4:
-            raise Unserialisable("items of an array with contains nested deeper than 3 (expanded for the product)")
+        if isinstance(value, list) and any("contains" in view for view in views):
+            from .grammar.json_schema.emit import OPERAND_ANY_DEPTH
+
+            if value_depth(value) > 1 + OPERAND_ANY_DEPTH:
+                raise Unserialisable(f"items of an array with contains nested deeper than {OPERAND_ANY_DEPTH} "
+                                    "(expanded for the product)")
         if isinstance(value, (dict, list)) and any(k in view for view in views for k in _COMBINATORS):
             raise Unserialisable("member order depends on which anyOf/oneOf/if/not/dependentSchemas branch applies")
         if isinstance(value, float) and any(k in view for view in views for k in

@@ -31,15 +31,13 @@ import numpy as np
 from .byte_dfa import ByteDFA, _NFA, _minimize, _prune_dead, _subset_construction
 from .cache import DiskCache
 from .engine_base import EngineBase
+from .token_dfa import MAX_FORCED_BYTES
 from .token_trie import new_loop_memo
 
 __all__ = ["CALL", "call_marker", "has_calls", "expand_calls", "PushdownDFA", "TokenPDA"]
 
 #: The byte that stands for "one value of the callee" in a DFA with calls.
 CALL = 0xFF
-
-# Forced strings longer than this are cut, as in TokenDFA.
-MAX_FORCED_BYTES = 4096
 
 
 def call_marker() -> ByteDFA:
