@@ -631,8 +631,9 @@ def value_depth(value) -> int:
 class _InstanceWriter:
     """Writes a valid instance as ``compile_json_schema`` documents its language:
     ``json.dumps(..., ensure_ascii=False)`` with every object's keys in schema order
-    (``$ref`` target's, own, then ``allOf`` branches' ``properties``, then other
-    ``required`` names sorted, then the rest as given).  Raises :class:`Unserialisable`
+    (the ``properties`` orders of the ``$ref`` target, the schema itself and its ``allOf``
+    branches, merged by ``merge_orders`` in that order, then other ``required``
+    names sorted, then the rest as given).  Raises :class:`Unserialisable`
     where the documented language has no text for the value."""
 
     def __init__(self, schema, max_recursion: int, max_any_depth: int | None) -> None:
@@ -723,10 +724,13 @@ class _InstanceWriter:
     def write_object(self, value: dict, views: list[dict], chain):
         import re
 
+        from .grammar.json_schema.spec import merge_orders
+
         order: list[str] = []
         required: set[str] = set()
-        for view in views:
-            order += [k for k in view.get("properties") or {} if k not in order]
+        for view in views:  # each further listed order merged in, as allOf/$ref siblings are
+            listed = list(view.get("properties") or {})
+            order = merge_orders([order, listed]) if order and listed else order + listed
             required.update(view.get("required") or ())
         order += sorted(required - set(order))
         out = {}

@@ -25,7 +25,8 @@ import pytest
 from constrain import Compiler, Matcher, SchemaError
 from constrain.grammar.json_schema import UNSATISFIABLE, JsonSchemaOptions, schema_to_dfa
 from constrain.grammar.json_schema.document import resolve_uri
-from constrain.testing import bitmask_to_ids
+from constrain.grammar.json_schema.spec import merge_orders
+from constrain.testing import bitmask_to_ids, json_schema_instance_text
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------------
@@ -67,15 +68,18 @@ def text_of(value) -> str:
 
 
 def key_order(schema) -> list[str]:
-    """The documented member order: ``properties`` names as met walking the schema and its
-    combinator branches, then ``required`` names not among them, sorted."""
+    """The documented member order: the ``properties`` orders met walking the schema and its
+    combinator branches, merged one after the other (``merge_orders``: each listed order is
+    kept where the lists agree), then ``required`` names not among them, sorted."""
     props: list[str] = []
     required: set[str] = set()
 
     def walk(node):
+        nonlocal props
         if not isinstance(node, dict):
             return
-        props.extend(k for k in node.get("properties", {}) if k not in props)
+        listed = list(node.get("properties", {}))
+        props = merge_orders([props, listed]) if props and listed else props + listed
         required.update(node.get("required", []))
         for key in ("allOf", "anyOf", "oneOf"):
             for branch in node.get(key, []):
@@ -289,6 +293,51 @@ def test_one_of_branches_with_different_orders():
     value = {"a": 1, "b": 2}
     assert not is_valid(schema, value)
     assert not dfa_for(schema).matches(documented_text(schema, value).encode())
+
+
+def _package(version: int, names: str) -> dict:
+    props = {"v": {"const": version}, **{n: {"type": "integer"} for n in names}}
+    return {"type": "object", "properties": props, "required": ["v"], "additionalProperties": False}
+
+
+# Versions 1 and 2 of one record: version 2 adds "u" between "f" and "p".
+PACKAGES = {"oneOf": [_package(1, "afp"), _package(2, "afup")]}
+
+
+def test_one_of_branch_orders_are_merged_not_appended():
+    """Each branch's listed order survives the shared key slots (JSONSchemaBench's
+    Github_hard o90607: a newer version's members were pushed after all older ones)."""
+    value = {"v": 2, "a": 1, "f": 2, "u": 3, "p": 4}
+    assert is_valid(PACKAGES, value)
+    assert dfa_for(PACKAGES).matches(json.dumps(value).encode())
+    assert not dfa_for(PACKAGES).matches(json.dumps({"v": 2, "a": 1, "f": 2, "p": 4, "u": 3}).encode())
+    # Still exactly one branch: a version-1 record may not carry "u".
+    assert not dfa_for(PACKAGES).matches(json.dumps({"v": 1, "a": 1, "u": 3}).encode())
+
+
+def test_ref_members_come_before_sibling_properties_that_extend_them():
+    """``allOf: [$ref base]`` with sibling ``properties`` naming a member of base: base's
+    listed order decides (Github_ultra o58926: ``priority`` then ``options``)."""
+    schema = {"$defs": {"base": {"type": "object", "required": ["priority"],
+                                 "properties": {"priority": {"type": "number"}, "options": {"type": "object"}}}},
+              "allOf": [{"$ref": "#/$defs/base"}],
+              "properties": {"options": {"properties": {"x": {"type": "integer"}}}}}
+    value = {"priority": 1, "options": {"x": 2}}
+    assert is_valid(schema, value)
+    assert dfa_for(schema).matches(json.dumps(value).encode())
+    assert json_schema_instance_text(value, schema) == json.dumps(value)
+
+
+@pytest.mark.parametrize("orders, merged", [
+    ([["options"], ["priority", "options"]], ["priority", "options"]),
+    ([list("abfp"), list("abfup")], list("abfup")),
+    ([list("abc"), list("xbz")], list("axbcz")),
+    ([list("ab"), list("ba")], list("ab")),  # contradiction: the earlier order wins
+    ([list("abc"), list("cba"), ["d"]], list("abcd")),
+    ([[], list("ba")], list("ba")),
+])
+def test_merge_orders(orders, merged):
+    assert merge_orders(orders) == merged
 
 
 # -- references ------------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["subset_construction", "live_states", "SUBSET_OVERFLOW"]
+__all__ = ["subset_construction", "live_states", "pair_product", "SUBSET_OVERFLOW", "PRODUCT_OVERFLOW"]
 
 #: Status returned by :func:`subset_construction` when the DFA state limit is hit.
 SUBSET_OVERFLOW = 1
@@ -476,3 +476,92 @@ def hopcroft_blocks(compact, labels):
             count += 1
         out[s] = dense[b]
     return out
+
+
+#: Status returned by :func:`pair_product` when the state limit is hit.
+PRODUCT_OVERFLOW = 1
+_PRODUCT_AND, _PRODUCT_OR, _PRODUCT_DIFF = 0, 1, 2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pair_slot(table_keys, key, mask):  # pragma: no cover - compiled
+    """The slot of ``key`` in an open-addressing table (its own, or the empty one it would take)."""
+    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+    slot = np.int64((h ^ (h >> np.uint64(31))) & mask)
+    while table_keys[slot] != key and table_keys[slot] != -1:
+        slot = np.int64((np.uint64(slot) + np.uint64(1)) & mask)
+    return slot
+
+
+@njit(cache=True, nogil=True)
+def pair_product(ta, tb, start_a, start_b, mode, max_states):  # pragma: no cover - compiled
+    """Breadth-first product of two DFAs whose tables end in a sink row (``-1`` mapped to it).
+
+    Returns ``(status, trans, pair_a, pair_b)``: the table over the reachable pairs
+    (``-1`` where the pair would be dead for ``mode``: both sides in their sinks, or
+    for ``and``/``diff`` the side that must stay in its language has left it), and
+    each pair's two states.  ``mode`` is 0 and, 1 or, 2 diff.  One pass over each
+    pair's 256 bytes with a hash table of pairs: the Python frontier loop it replaces
+    paid numpy call overhead per breadth-first layer.
+    """
+    sink_a = ta.shape[0] - 1
+    sink_b = tb.shape[0] - 1
+    width = np.int64(tb.shape[0])
+    capacity = 1024
+    table_keys = np.full(capacity, -1, np.int64)
+    table_ids = np.empty(capacity, np.int32)
+    pair_a = np.empty(256, np.int32)
+    pair_b = np.empty(256, np.int32)
+    trans = np.empty((256, 256), np.int32)
+    key = np.int64(start_a) * width + start_b
+    slot = _pair_slot(table_keys, key, np.uint64(capacity - 1))
+    table_keys[slot] = key
+    table_ids[slot] = 0
+    pair_a[0] = start_a
+    pair_b[0] = start_b
+    count = 1
+    done = 0
+    while done < count:
+        sa = pair_a[done]
+        sb = pair_b[done]
+        for byte in range(256):
+            ra = ta[sa, byte]
+            rb = tb[sb, byte]
+            dead = ra == sink_a and rb == sink_b
+            if mode != _PRODUCT_OR and ra == sink_a:
+                dead = True
+            if mode == _PRODUCT_AND and rb == sink_b:
+                dead = True
+            if dead:
+                trans[done, byte] = -1
+                continue
+            key = np.int64(ra) * width + rb
+            slot = _pair_slot(table_keys, key, np.uint64(capacity - 1))
+            if table_keys[slot] == -1:
+                if count >= max_states:
+                    return PRODUCT_OVERFLOW, trans[:0], pair_a[:0], pair_b[:0]
+                table_keys[slot] = key
+                table_ids[slot] = count
+                if count >= pair_a.shape[0]:
+                    pair_a = _grow_1d(pair_a, count + 1)
+                    pair_b = _grow_1d(pair_b, count + 1)
+                    grown = np.empty((pair_a.shape[0], 256), np.int32)
+                    grown[:count] = trans[:count]
+                    trans = grown
+                pair_a[count] = ra
+                pair_b[count] = rb
+                count += 1
+                if 2 * count > capacity:  # keep the table at most half full
+                    capacity *= 2
+                    keys = np.full(capacity, -1, np.int64)
+                    ids = np.empty(capacity, np.int32)
+                    for old in range(table_keys.shape[0]):
+                        if table_keys[old] != -1:
+                            moved = _pair_slot(keys, table_keys[old], np.uint64(capacity - 1))
+                            keys[moved] = table_keys[old]
+                            ids[moved] = table_ids[old]
+                    table_keys, table_ids = keys, ids
+                    slot = _pair_slot(table_keys, key, np.uint64(capacity - 1))
+            trans[done, byte] = table_ids[slot]
+        done += 1
+    return 0, trans[:count], pair_a[:count], pair_b[:count]

@@ -708,6 +708,9 @@ def warm_up() -> None:
     The first call of each kernel costs seconds of JIT (hundreds of milliseconds to
     load it from the cache); calling this before timing or forking keeps that out
     of any one compile.  A regex that is not a finite word list takes the general
-    path: subset construction, dead-state pruning, minimisation.
+    path: subset construction, dead-state pruning, minimisation; a difference takes
+    the product kernel.
     """
-    build_byte_dfa(parse_regex("(a|bc)*d"))
+    from .dfa_ops import difference  # dfa_ops builds on this module
+
+    difference(build_byte_dfa(parse_regex("(a|bc)*d")), build_byte_dfa(parse_regex("ad")))

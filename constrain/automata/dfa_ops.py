@@ -14,15 +14,18 @@ from typing import Callable
 import numpy as np
 
 from ..errors import RegexError
+from ._dfa_kernels import PRODUCT_OVERFLOW, pair_product
 from .byte_dfa import MAX_DFA_STATES, ByteDFA, _minimize, _prune_dead
 
 __all__ = ["intersect", "difference", "union", "product", "bound_runs", "dfa_from_table"]
 
-_OPS: dict[str, Callable[[bool, bool], bool]] = {
-    "and": lambda a, b: a and b,
-    "or": lambda a, b: a or b,
-    "diff": lambda a, b: a and not b,
+# Which pairs accept, from whether each side accepts (boolean arrays).
+_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "and": lambda a, b: a & b,
+    "or": lambda a, b: a | b,
+    "diff": lambda a, b: a & ~b,
 }
+_KERNEL_OPS = {"and": 0, "or": 1, "diff": 2}
 
 
 def product(a: ByteDFA, b: ByteDFA, op: str) -> ByteDFA | None:
@@ -30,46 +33,14 @@ def product(a: ByteDFA, b: ByteDFA, op: str) -> ByteDFA | None:
 
     States are pairs of states, the sink standing for "this side has left its
     language" (needed for ``or`` and ``diff``, where one side may die and the other
-    go on).  Only pairs reachable from the start pair are built, breadth first, a
-    whole frontier at a time with array operations (Python touches each new pair
-    once, never each byte).
+    go on).  Only pairs reachable from the start pair are built, breadth first, by
+    the numba kernel :func:`~constrain.automata._dfa_kernels.pair_product`.
     """
-    accept = _OPS[op]
-    ta, tb = _with_sink(a.trans), _with_sink(b.trans)
-    na, nb = a.num_states, b.num_states  # index na / nb is the sink row
-    width = np.int64(nb + 1)
-    index = {int(a.start) * int(width) + int(b.start): 0}
-    pair_keys = [int(a.start) * int(width) + int(b.start)]
-    rows: list[np.ndarray] = []
-    done = 0
-    while done < len(pair_keys):
-        frontier = np.asarray(pair_keys[done:], dtype=np.int64)
-        ra, rb = ta[frontier // width], tb[frontier % width]
-        alive = ~((ra == na) & (rb == nb))
-        if op != "or":
-            alive &= ra != na
-        if op == "and":
-            alive &= rb != nb
-        keys = ra.astype(np.int64) * width + rb
-        for key in np.unique(keys[alive]).tolist():
-            if key not in index:
-                if len(pair_keys) >= MAX_DFA_STATES:
-                    raise RegexError(f"a combined automaton has more than {MAX_DFA_STATES} states", "", 0)
-                index[key] = len(pair_keys)
-                pair_keys.append(key)
-        known = np.fromiter(index.keys(), dtype=np.int64, count=len(index))
-        ids = np.fromiter(index.values(), dtype=np.int32, count=len(index))
-        order = np.argsort(known)
-        position = np.searchsorted(known[order], keys)
-        mapped = ids[order][np.minimum(position, len(known) - 1)]
-        rows.append(np.where(alive, mapped, -1).astype(np.int32))
-        done += len(frontier)
-    trans = np.concatenate(rows)
-    sa = np.asarray(pair_keys, dtype=np.int64) // width
-    sb = np.asarray(pair_keys, dtype=np.int64) % width
-    in_a = np.append(a.accepting, False)[sa]
-    in_b = np.append(b.accepting, False)[sb]
-    accepting = np.array([accept(x, y) for x, y in zip(in_a.tolist(), in_b.tolist())], dtype=bool)
+    status, trans, in_a, in_b = pair_product(_with_sink(a.trans), _with_sink(b.trans), int(a.start),
+                                             int(b.start), _KERNEL_OPS[op], MAX_DFA_STATES)
+    if status == PRODUCT_OVERFLOW:
+        raise RegexError(f"a combined automaton has more than {MAX_DFA_STATES} states", "", 0)
+    accepting = _OPS[op](np.append(a.accepting, False)[in_a], np.append(b.accepting, False)[in_b])
     return dfa_from_table(trans, accepting, 0)
 
 

@@ -31,7 +31,7 @@ from ..regex import Automaton, Concat, Graph, RegexNode
 from .document import Loc, SchemaDocument
 from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import integer_tree, multiple_of_dfa, number_tree
-from .spec import ANNOTATION_KEYWORDS, KeyRule, Spec, SpecWalk, copy_spec, spec_of
+from .spec import ANNOTATION_KEYWORDS, KeyRule, Spec, SpecWalk, copy_spec, merge_orders, spec_of
 from .strings import ANY_CHAR, any_string_dfa, encode_chars, encoded_string, pattern_tree, string_tree
 from .trees import EMPTY, NOTHING, alt, cls, lit, seq, star
 
@@ -740,13 +740,15 @@ def _with_slots(base: Spec, parts: list[tuple[Spec, tuple]]) -> list[tuple[Spec,
 
     Texts, not values, are intersected and subtracted: a value two branches both
     accept must have the same text in both, so every name any of them lists (or
-    requires) gets one fixed position in all of them, in order of first mention.
+    requires) gets one fixed position in all of them: after the slots already
+    fixed by an enclosing combination (whose other branches write these names
+    among their extra members, at the end), in the order :func:`merge_orders`
+    finds for the parts' own orders.
     """
-    names: dict[str, None] = dict.fromkeys(base.key_slots)
-    for spec, _ in parts:
-        names.update(dict.fromkeys(spec.properties))
-        names.update(dict.fromkeys(sorted(spec.required)))
-    slots = tuple(names)
+    fixed = set(base.key_slots)
+    orders = [[n for n in list(spec.properties) + sorted(spec.required - set(spec.properties)) if n not in fixed]
+              for spec, _ in parts]
+    slots = base.key_slots + tuple(merge_orders(orders))
     return [(spec.without(key_slots=slots), chain) for spec, chain in parts]
 
 

@@ -12,13 +12,14 @@ as a list of pending combinators that the emitter expands one at a time.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
 from .document import Loc, SchemaDocument
 
-__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "TYPES", "ANNOTATION_KEYWORDS"]
+__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "TYPES", "ANNOTATION_KEYWORDS"]
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 ANNOTATION_KEYWORDS = {
@@ -239,11 +240,64 @@ def _tighten_counts(spec: Spec, loc: Loc, what: str, low_keyword: str, high_keyw
         setattr(spec, f"max_{what}", high if current is None else min(current, high))
 
 
+def merge_orders(orders: list[list[str]]) -> list[str]:
+    """Every name of ``orders`` in one order that keeps each given order where they agree.
+
+    Objects are written with their members in schema order, and a merged record
+    (``allOf`` with siblings, ``$ref`` with siblings, branches sharing key slots)
+    has several listed orders: ``{"allOf": [{"$ref": base}], "properties": {extra}}``
+    lists ``extra`` before ``base``'s members, although instances write the base
+    members first, as the referenced schema lists them.  So the names are ordered by
+    the constraints "a comes right before b in some order" (a stable topological
+    sort, earliest mention first among the free names); a constraint that
+    contradicts earlier ones (a cycle) is dropped, so the earlier order wins.
+    """
+    first: dict[str, int] = {}
+    successors: dict[str, list[str]] = {}
+    for order in orders:
+        for name in order:
+            first.setdefault(name, len(first))
+        for before, after in zip(order, order[1:]):
+            if after not in successors.setdefault(before, []) and not _reaches(successors, after, before):
+                successors[before].append(after)
+    waiting = dict.fromkeys(first, 0)
+    for names in successors.values():
+        for name in names:
+            waiting[name] += 1
+    ready = [(first[n], n) for n in first if waiting[n] == 0]
+    heapq.heapify(ready)
+    out: list[str] = []
+    while ready:
+        name = heapq.heappop(ready)[1]
+        out.append(name)
+        for after in successors.get(name, ()):
+            waiting[after] -= 1
+            if waiting[after] == 0:
+                heapq.heappush(ready, (first[after], after))
+    return out
+
+
+def _reaches(successors: dict[str, list[str]], start: str, goal: str) -> bool:
+    seen, stack = {start}, [start]
+    while stack:
+        name = stack.pop()
+        if name == goal:
+            return True
+        for after in successors.get(name, ()):
+            if after not in seen:
+                seen.add(after)
+                stack.append(after)
+    return False
+
+
 def _absorb_object(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
     node = loc.node
     props = node.get("properties", {})
     if not isinstance(props, dict):
         raise loc.error("properties must be an object", "properties")
+    if spec.properties and props:  # a second listed order: see merge_orders
+        order = merge_orders([list(spec.properties), list(props)])
+        spec.properties = {name: spec.properties.get(name, []) for name in order}
     for name in props:
         spec.properties.setdefault(name, []).append(loc.child("properties", name))
     required = node.get("required", [])
