@@ -346,3 +346,34 @@ def test_numba_construction_keeps_the_state_limit(monkeypatch):
     monkeypatch.setattr(byte_dfa, "MAX_DFA_STATES", 5)
     with pytest.raises(RegexError, match="more than 5 states"):
         byte_dfa.build_byte_dfa(byte_dfa.parse_regex(r"[a-z]{10}x"))
+
+
+# -- products ---------------------------------------------------------------------------------------------------------
+
+PRODUCT_REGEXES = ["(ab|b)*a?", "a*b*", "(a|b)(a|b)(a|b)?", "b(ab)*|a+", "", "[ab]*aa[ab]*"]
+
+
+@pytest.mark.parametrize("left, right", list(itertools.combinations(PRODUCT_REGEXES, 2)))
+def test_products_agree_with_membership(left, right):
+    """intersect / union / difference accept exactly the strings the two DFAs' verdicts say,
+    over every string of length up to 7 on the alphabet {a, b, c}."""
+    from constrain.automata.dfa_ops import difference, intersect, union
+
+    a, b = regex_to_dfa(left), regex_to_dfa(right)
+    results = {"and": intersect(a, b), "or": union(a, b), "diff": difference(a, b)}
+    rules = {"and": lambda x, y: x and y, "or": lambda x, y: x or y, "diff": lambda x, y: x and not y}
+    for length in range(8):
+        for letters in itertools.product(b"abc", repeat=length):
+            text = bytes(letters)
+            x, y = a.matches(text), b.matches(text)
+            for op, dfa in results.items():
+                want = rules[op](x, y)
+                assert (dfa is not None and dfa.matches(text)) == want, (op, left, right, text)
+
+
+def test_product_over_the_state_limit_is_a_regex_error(monkeypatch):
+    from constrain.automata import dfa_ops
+
+    monkeypatch.setattr(dfa_ops, "MAX_DFA_STATES", 3)
+    with pytest.raises(RegexError, match="more than 3 states"):
+        dfa_ops.intersect(regex_to_dfa("[ab]*a[ab]{4}"), regex_to_dfa("[ab]*b[ab]{3}"))
