@@ -631,8 +631,8 @@ def value_depth(value) -> int:
 class _InstanceWriter:
     """Writes a valid instance as ``compile_json_schema`` documents its language:
     ``json.dumps(..., ensure_ascii=False)`` with every object's keys in schema order
-    (the ``properties`` orders of the ``$ref`` target, the schema itself and its ``allOf``
-    branches, merged by ``merge_orders`` in that order, then other ``required``
+    (the ``properties`` orders of the ``$ref`` target, the ``allOf`` branches and the
+    schema itself, merged by ``merge_orders`` in that order, then other ``required``
     names sorted, then the rest as given).  Raises :class:`Unserialisable`
     where the documented language has no text for the value."""
 
@@ -668,10 +668,10 @@ class _InstanceWriter:
             out += target
             if self.ref_overrides:
                 return out, chain
-        out.append(node)
         for branch in node.get("allOf") or ():
             more, chain = self.views(branch, chain)
             out += more
+        out.append(node)
         return out, chain
 
     def write(self, value, node, chain: tuple[str, ...] = ()):

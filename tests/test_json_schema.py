@@ -68,8 +68,8 @@ def text_of(value) -> str:
 
 
 def key_order(schema) -> list[str]:
-    """The documented member order: the ``properties`` orders met walking the schema and its
-    combinator branches, merged one after the other (``merge_orders``: each listed order is
+    """The documented member order: the ``properties`` orders met walking the schema (its
+    ``allOf`` branches first) and its combinator branches, merged one after the other (``merge_orders``: each listed order is
     kept where the lists agree), then ``required`` names not among them, sorted."""
     props: list[str] = []
     required: set[str] = set()
@@ -78,10 +78,12 @@ def key_order(schema) -> list[str]:
         nonlocal props
         if not isinstance(node, dict):
             return
+        for branch in node.get("allOf", []):  # bases before the schema's own members
+            walk(branch)
         listed = list(node.get("properties", {}))
         props = merge_orders([props, listed]) if props and listed else props + listed
         required.update(node.get("required", []))
-        for key in ("allOf", "anyOf", "oneOf"):
+        for key in ("anyOf", "oneOf"):
             for branch in node.get(key, []):
                 walk(branch)
         for key in ("if", "then", "else"):
@@ -325,6 +327,20 @@ def test_ref_members_come_before_sibling_properties_that_extend_them():
     value = {"priority": 1, "options": {"x": 2}}
     assert is_valid(schema, value)
     assert dfa_for(schema).matches(json.dumps(value).encode())
+    assert json_schema_instance_text(value, schema) == json.dumps(value)
+
+
+def test_all_of_bases_come_before_the_schemas_own_members():
+    """``{"allOf": [{"$ref": base}], "properties": {extra}}`` extends base: base's members
+    first, then the extension's (Github_ultra o58926: ``connections``, then ``merge``)."""
+    schema = {"$defs": {"db": {"type": "object", "properties": {"connections": {"type": "array"},
+                                                                "lifetime": {"enum": ["Scoped"]}}}},
+              "allOf": [{"$ref": "#/$defs/db"}],
+              "properties": {"merge": {"type": "boolean"}}, "required": ["merge"]}
+    value = {"connections": [], "lifetime": "Scoped", "merge": True}
+    assert is_valid(schema, value)
+    assert dfa_for(schema).matches(json.dumps(value).encode())
+    assert not dfa_for(schema).matches(json.dumps({"merge": True, "connections": []}).encode())
     assert json_schema_instance_text(value, schema) == json.dumps(value)
 
 

@@ -141,11 +141,16 @@ class SpecWalk:
             if self.doc.draft <= 7 or spec.impossible:
                 return spec  # before 2019-09, $ref overrides its siblings
         spec.sources.append(loc)
+        if "allOf" in node and (not isinstance(node["allOf"], list) or not node["allOf"]):
+            raise loc.error("allOf must be a non-empty array", "allOf")
+        # allOf branches before the schema's own keywords: `{"allOf": [{"$ref": base}],
+        # "properties": {...}}` extends a base, and instances write the base's members
+        # first (only the merged member order depends on this; see merge_orders).
+        for i, _ in enumerate(node.get("allOf") or ()):
+            spec = self.absorb(spec, loc.child("allOf", i), active)
         _absorb_keywords(self.doc, spec, loc)
         if loc is not self.root:
             _unevaluated_outside_root(spec, loc)
-        for i, _ in enumerate(node.get("allOf") or ()):
-            spec = self.absorb(spec, loc.child("allOf", i), active)
         return spec
 
     def follow(self, spec: Spec, loc: Loc, keyword: str, active: frozenset[str]) -> Spec:
@@ -179,8 +184,6 @@ def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
             if not isinstance(node[keyword], list) or not node[keyword]:
                 raise loc.error(f"{keyword} must be a non-empty array", keyword)
             target.append(loc.child(keyword))
-    if "allOf" in node and (not isinstance(node["allOf"], list) or not node["allOf"]):
-        raise loc.error("allOf must be a non-empty array", "allOf")
     if "not" in node:
         spec.nots.append(loc.child("not"))
     if "if" in node:
