@@ -632,7 +632,8 @@ class _InstanceWriter:
     """Writes a valid instance as ``compile_json_schema`` documents its language:
     ``json.dumps(..., ensure_ascii=False)`` with every object's keys in schema order
     (the ``properties`` orders of the ``$ref`` target, the ``allOf`` branches and the
-    schema itself, merged by ``merge_orders`` in that order, then other ``required``
+    schema itself, in the order the schema writes them (``absorption_order``), merged
+    by ``merge_orders``, then other ``required``
     names sorted, then the rest as given).  Raises :class:`Unserialisable`
     where the documented language has no text for the value."""
 
@@ -659,20 +660,27 @@ class _InstanceWriter:
         """The schema objects in force at one position, in the compiler's merge order."""
         if not isinstance(node, dict):
             return [], chain
+        from .grammar.json_schema.spec import absorption_order
+
+        if "$ref" in node and self.ref_overrides:
+            return self.ref_views(node["$ref"], chain)
         out: list[dict] = []
-        if "$ref" in node:
-            ref = node["$ref"]
-            if chain.count(ref) >= self.max_recursion:
-                raise Unserialisable("recursion deeper than max_recursion")
-            target, chain = self.views(self.resolve(ref), chain + (ref,))
-            out += target
-            if self.ref_overrides:
-                return out, chain
-        for branch in node.get("allOf") or ():
-            more, chain = self.views(branch, chain)
-            out += more
-        out.append(node)
+        for part in absorption_order(node):
+            if part == "$ref" and "$ref" in node:  # $recursiveRef is not followed here
+                target, chain = self.ref_views(node["$ref"], chain)
+                out += target
+            elif part == "allOf":
+                for branch in node["allOf"]:
+                    more, chain = self.views(branch, chain)
+                    out += more
+            else:
+                out.append(node)
         return out, chain
+
+    def ref_views(self, ref: str, chain: tuple[str, ...]) -> tuple[list[dict], tuple[str, ...]]:
+        if chain.count(ref) >= self.max_recursion:
+            raise Unserialisable("recursion deeper than max_recursion")
+        return self.views(self.resolve(ref), chain + (ref,))
 
     def write(self, value, node, chain: tuple[str, ...] = ()):
         views, chain = self.views(node, chain)

@@ -25,7 +25,7 @@ import pytest
 from constrain import Compiler, Matcher, SchemaError
 from constrain.grammar.json_schema import UNSATISFIABLE, JsonSchemaOptions, schema_to_dfa
 from constrain.grammar.json_schema.document import resolve_uri
-from constrain.grammar.json_schema.spec import merge_orders
+from constrain.grammar.json_schema.spec import absorption_order, merge_orders
 from constrain.testing import bitmask_to_ids, json_schema_instance_text
 
 
@@ -69,7 +69,8 @@ def text_of(value) -> str:
 
 def key_order(schema) -> list[str]:
     """The documented member order: the ``properties`` orders met walking the schema (its
-    ``allOf`` branches first) and its combinator branches, merged one after the other (``merge_orders``: each listed order is
+    ``allOf`` branches and own members in the order written) and its combinator branches,
+    merged one after the other (``merge_orders``: each listed order is
     kept where the lists agree), then ``required`` names not among them, sorted."""
     props: list[str] = []
     required: set[str] = set()
@@ -78,11 +79,14 @@ def key_order(schema) -> list[str]:
         nonlocal props
         if not isinstance(node, dict):
             return
-        for branch in node.get("allOf", []):  # bases before the schema's own members
-            walk(branch)
-        listed = list(node.get("properties", {}))
-        props = merge_orders([props, listed]) if props and listed else props + listed
-        required.update(node.get("required", []))
+        for part in absorption_order(node):  # allOf and the schema's own members, as written
+            if part == "allOf":
+                for branch in node["allOf"]:
+                    walk(branch)
+            elif part == "own":
+                listed = list(node.get("properties", {}))
+                props = merge_orders([props, listed]) if props and listed else props + listed
+                required.update(node.get("required", []))
         for key in ("anyOf", "oneOf"):
             for branch in node.get(key, []):
                 walk(branch)
@@ -330,7 +334,7 @@ def test_ref_members_come_before_sibling_properties_that_extend_them():
     assert json_schema_instance_text(value, schema) == json.dumps(value)
 
 
-def test_all_of_bases_come_before_the_schemas_own_members():
+def test_all_of_members_are_merged_in_document_order():
     """``{"allOf": [{"$ref": base}], "properties": {extra}}`` extends base: base's members
     first, then the extension's (Github_ultra o58926: ``connections``, then ``merge``)."""
     schema = {"$defs": {"db": {"type": "object", "properties": {"connections": {"type": "array"},
@@ -342,6 +346,24 @@ def test_all_of_bases_come_before_the_schemas_own_members():
     assert dfa_for(schema).matches(json.dumps(value).encode())
     assert not dfa_for(schema).matches(json.dumps({"merge": True, "connections": []}).encode())
     assert json_schema_instance_text(value, schema) == json.dumps(value)
+    # Written the other way round (the test suite's unevaluatedProperties and ref cases),
+    # the schema's own members come first: document order, as llguidance reads it too.
+    own_first = {"properties": schema["properties"], "allOf": schema["allOf"], "$defs": schema["$defs"],
+                 "required": ["merge"]}
+    value = {"merge": True, "connections": [], "lifetime": "Scoped"}
+    assert dfa_for(own_first).matches(json.dumps(value).encode())
+    assert not dfa_for(own_first).matches(json.dumps({"connections": [], "merge": True}).encode())
+    assert json_schema_instance_text(value, own_first) == json.dumps(value)
+
+
+def test_a_ref_beside_properties_is_read_in_document_order():
+    base = {"$defs": {"b": {"properties": {"bar": {"type": "string"}}}}, "type": "object"}
+    ref_first = {**base, "$ref": "#/$defs/b", "properties": {"foo": {"type": "string"}}}
+    own_first = {**base, "properties": {"foo": {"type": "string"}}, "$ref": "#/$defs/b"}
+    assert dfa_for(ref_first).matches(b'{"bar": "b", "foo": "a"}')
+    assert not dfa_for(ref_first).matches(b'{"foo": "a", "bar": "b"}')
+    assert dfa_for(own_first).matches(b'{"foo": "a", "bar": "b"}')
+    assert not dfa_for(own_first).matches(b'{"bar": "b", "foo": "a"}')
 
 
 @pytest.mark.parametrize("orders, merged", [

@@ -743,12 +743,14 @@ def _with_slots(base: Spec, parts: list[tuple[Spec, tuple]]) -> list[tuple[Spec,
     requires) gets one fixed position in all of them: after the slots already
     fixed by an enclosing combination (whose other branches write these names
     among their extra members, at the end), in the order :func:`merge_orders`
-    finds for the parts' own orders.
+    finds for the parts' ``properties`` orders, then names only required, in order of
+    first mention (a sorted ``required`` list is no author's order to keep).
     """
     fixed = set(base.key_slots)
-    orders = [[n for n in list(spec.properties) + sorted(spec.required - set(spec.properties)) if n not in fixed]
-              for spec, _ in parts]
-    slots = base.key_slots + tuple(merge_orders(orders))
+    names = dict.fromkeys(merge_orders([[n for n in spec.properties if n not in fixed] for spec, _ in parts]))
+    for spec, _ in parts:
+        names.update(dict.fromkeys(n for n in sorted(spec.required) if n not in fixed))
+    slots = base.key_slots + tuple(names)
     return [(spec.without(key_slots=slots), chain) for spec, chain in parts]
 
 

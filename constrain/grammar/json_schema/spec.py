@@ -19,7 +19,7 @@ from typing import Any
 
 from .document import Loc, SchemaDocument
 
-__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "TYPES", "ANNOTATION_KEYWORDS"]
+__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order", "TYPES", "ANNOTATION_KEYWORDS"]
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 ANNOTATION_KEYWORDS = {
@@ -136,21 +136,23 @@ class SpecWalk:
         if "$dynamicRef" in node:
             spec.unsupported.append((loc, "$dynamicRef", "dynamic scopes are resolved at validation time"))
         ref_keyword = next((k for k in ("$ref", "$recursiveRef") if k in node), None)
-        if ref_keyword is not None:
-            spec = self.follow(spec, loc, ref_keyword, active)
-            if self.doc.draft <= 7 or spec.impossible:
-                return spec  # before 2019-09, $ref overrides its siblings
-        spec.sources.append(loc)
+        if ref_keyword is not None and self.doc.draft <= 7:
+            return self.follow(spec, loc, ref_keyword, active)  # before 2019-09, $ref overrides its siblings
         if "allOf" in node and (not isinstance(node["allOf"], list) or not node["allOf"]):
             raise loc.error("allOf must be a non-empty array", "allOf")
-        # allOf branches before the schema's own keywords: `{"allOf": [{"$ref": base}],
-        # "properties": {...}}` extends a base, and instances write the base's members
-        # first (only the merged member order depends on this; see merge_orders).
-        for i, _ in enumerate(node.get("allOf") or ()):
-            spec = self.absorb(spec, loc.child("allOf", i), active)
-        _absorb_keywords(self.doc, spec, loc)
-        if loc is not self.root:
-            _unevaluated_outside_root(spec, loc)
+        for part in absorption_order(node):
+            if part == "$ref":
+                spec = self.follow(spec, loc, ref_keyword, active)
+                if spec.impossible:
+                    return spec
+            elif part == "allOf":
+                for i, _ in enumerate(node["allOf"]):
+                    spec = self.absorb(spec, loc.child("allOf", i), active)
+            else:
+                spec.sources.append(loc)
+                _absorb_keywords(self.doc, spec, loc)
+                if loc is not self.root:
+                    _unevaluated_outside_root(spec, loc)
         return spec
 
     def follow(self, spec: Spec, loc: Loc, keyword: str, active: frozenset[str]) -> Spec:
@@ -241,6 +243,25 @@ def _tighten_counts(spec: Spec, loc: Loc, what: str, low_keyword: str, high_keyw
     if high is not None:
         current = getattr(spec, f"max_{what}")
         setattr(spec, f"max_{what}", high if current is None else min(current, high))
+
+
+def absorption_order(node: dict) -> list[str]:
+    """``"$ref"``, ``"allOf"`` and ``"own"`` (the schema's other keywords) in the order the
+    schema writes ``$ref``/``$recursiveRef``, ``allOf`` and ``properties``.
+
+    Only the merged member order depends on it: ``{"allOf": [{"$ref": base}],
+    "properties": {...}}`` extends a base, and instances write the base's members
+    first, while ``{"properties": {...}, "allOf": [...]}`` lists its own first.  This is
+    document order, the convention llguidance follows too.
+    """
+    keys = list(node)
+    ref = next((k for k in ("$ref", "$recursiveRef") if k in node), None)
+    parts = [("own", keys.index("properties") if "properties" in node else -1)]
+    if ref is not None:
+        parts.append(("$ref", keys.index(ref)))
+    if "allOf" in node:
+        parts.append(("allOf", keys.index("allOf")))
+    return [name for name, _ in sorted(parts, key=lambda part: part[1])]
 
 
 def merge_orders(orders: list[list[str]]) -> list[str]:
