@@ -633,9 +633,8 @@ class _InstanceWriter:
     ``json.dumps(..., ensure_ascii=False)`` with every object's keys in schema order
     (the ``properties`` orders of the ``$ref`` target, the ``allOf`` branches and the
     schema itself, in the order the schema writes them (``absorption_order``), merged
-    by ``merge_orders``, then other ``required``
-    names sorted, then the rest as given).  Raises :class:`Unserialisable`
-    where the documented language has no text for the value."""
+    by ``merge_orders``, then other ``required`` names sorted, then the rest as given).
+    Raises :class:`Unserialisable` where the documented language has no text for the value."""
 
     def __init__(self, schema, max_recursion: int, max_any_depth: int | None) -> None:
         self.root = schema
@@ -738,7 +737,7 @@ class _InstanceWriter:
         required: set[str] = set()
         for view in views:  # each further listed order merged in, as allOf/$ref siblings are
             listed = list(view.get("properties") or {})
-            order = merge_orders([order, listed]) if order and listed else order + listed
+            order = merge_orders([order, listed])
             required.update(view.get("required") or ())
         order += sorted(required - set(order))
         out = {}

@@ -85,7 +85,7 @@ def key_order(schema) -> list[str]:
                     walk(branch)
             elif part == "own":
                 listed = list(node.get("properties", {}))
-                props = merge_orders([props, listed]) if props and listed else props + listed
+                props = merge_orders([props, listed])
                 required.update(node.get("required", []))
         for key in ("anyOf", "oneOf"):
             for branch in node.get(key, []):

@@ -1,4 +1,5 @@
-"""numba kernels of the regex-to-DFA pipeline: subset construction and dead-state search.
+"""numba kernels of the regex-to-DFA pipeline: subset construction, dead-state search,
+minimisation, and the product of two DFAs.
 
 The Python versions in :mod:`constrain.automata.byte_dfa` spend their time in
 per-state loops over frozensets and dicts; these kernels do the same work over
@@ -13,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["subset_construction", "live_states", "pair_product", "SUBSET_OVERFLOW", "PRODUCT_OVERFLOW"]
+__all__ = ["subset_construction", "live_states", "pair_product", "SUBSET_OVERFLOW", "PRODUCT_OVERFLOW",
+           "PRODUCT_MODES"]
 
 #: Status returned by :func:`subset_construction` when the DFA state limit is hit.
 SUBSET_OVERFLOW = 1
@@ -481,6 +483,8 @@ def hopcroft_blocks(compact, labels):
 #: Status returned by :func:`pair_product` when the state limit is hit.
 PRODUCT_OVERFLOW = 1
 _PRODUCT_AND, _PRODUCT_OR, _PRODUCT_DIFF = 0, 1, 2
+#: ``mode`` argument of :func:`pair_product` for each operation.
+PRODUCT_MODES = {"and": _PRODUCT_AND, "or": _PRODUCT_OR, "diff": _PRODUCT_DIFF}
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -494,13 +498,26 @@ def _pair_slot(table_keys, key, mask):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _rehash_pairs(table_keys, table_ids, capacity):  # pragma: no cover - compiled
+    """The pair table moved into ``capacity`` slots."""
+    keys = np.full(capacity, -1, np.int64)
+    ids = np.empty(capacity, np.int32)
+    for old in range(table_keys.shape[0]):
+        if table_keys[old] != -1:
+            moved = _pair_slot(keys, table_keys[old], np.uint64(capacity - 1))
+            keys[moved] = table_keys[old]
+            ids[moved] = table_ids[old]
+    return keys, ids
+
+
+@njit(cache=True, nogil=True)
 def pair_product(ta, tb, start_a, start_b, mode, max_states):  # pragma: no cover - compiled
     """Breadth-first product of two DFAs whose tables end in a sink row (``-1`` mapped to it).
 
     Returns ``(status, trans, pair_a, pair_b)``: the table over the reachable pairs
     (``-1`` where the pair would be dead for ``mode``: both sides in their sinks, or
     for ``and``/``diff`` the side that must stay in its language has left it), and
-    each pair's two states.  ``mode`` is 0 and, 1 or, 2 diff.  One pass over each
+    each pair's two states.  ``mode`` is from :data:`PRODUCT_MODES`.  One pass over each
     pair's 256 bytes with a hash table of pairs: the Python frontier loop it replaces
     paid numpy call overhead per breadth-first layer.
     """
@@ -553,14 +570,7 @@ def pair_product(ta, tb, start_a, start_b, mode, max_states):  # pragma: no cove
                 count += 1
                 if 2 * count > capacity:  # keep the table at most half full
                     capacity *= 2
-                    keys = np.full(capacity, -1, np.int64)
-                    ids = np.empty(capacity, np.int32)
-                    for old in range(table_keys.shape[0]):
-                        if table_keys[old] != -1:
-                            moved = _pair_slot(keys, table_keys[old], np.uint64(capacity - 1))
-                            keys[moved] = table_keys[old]
-                            ids[moved] = table_ids[old]
-                    table_keys, table_ids = keys, ids
+                    table_keys, table_ids = _rehash_pairs(table_keys, table_ids, capacity)
                     slot = _pair_slot(table_keys, key, np.uint64(capacity - 1))
             trans[done, byte] = table_ids[slot]
         done += 1

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import RegexError
-from ._dfa_kernels import PRODUCT_OVERFLOW, pair_product
+from ._dfa_kernels import PRODUCT_MODES, PRODUCT_OVERFLOW, pair_product
 from .byte_dfa import MAX_DFA_STATES, ByteDFA, _minimize, _prune_dead
 
 __all__ = ["intersect", "difference", "union", "product", "bound_runs", "dfa_from_table"]
@@ -25,7 +25,6 @@ _OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "or": lambda a, b: a | b,
     "diff": lambda a, b: a & ~b,
 }
-_KERNEL_OPS = {"and": 0, "or": 1, "diff": 2}
 
 
 def product(a: ByteDFA, b: ByteDFA, op: str) -> ByteDFA | None:
@@ -37,7 +36,7 @@ def product(a: ByteDFA, b: ByteDFA, op: str) -> ByteDFA | None:
     the numba kernel :func:`~constrain.automata._dfa_kernels.pair_product`.
     """
     status, trans, in_a, in_b = pair_product(_with_sink(a.trans), _with_sink(b.trans), int(a.start),
-                                             int(b.start), _KERNEL_OPS[op], MAX_DFA_STATES)
+                                             int(b.start), PRODUCT_MODES[op], MAX_DFA_STATES)
     if status == PRODUCT_OVERFLOW:
         raise RegexError(f"a combined automaton has more than {MAX_DFA_STATES} states", "", 0)
     accepting = _OPS[op](np.append(a.accepting, False)[in_a], np.append(b.accepting, False)[in_b])

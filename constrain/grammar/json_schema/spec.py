@@ -135,7 +135,7 @@ class SpecWalk:
             self.root = loc  # a fresh record: this schema's subtree is all it will hold
         if "$dynamicRef" in node:
             spec.unsupported.append((loc, "$dynamicRef", "dynamic scopes are resolved at validation time"))
-        ref_keyword = next((k for k in ("$ref", "$recursiveRef") if k in node), None)
+        ref_keyword = _ref_keyword(node)
         if ref_keyword is not None and self.doc.draft <= 7:
             return self.follow(spec, loc, ref_keyword, active)  # before 2019-09, $ref overrides its siblings
         if "allOf" in node and (not isinstance(node["allOf"], list) or not node["allOf"]):
@@ -245,6 +245,11 @@ def _tighten_counts(spec: Spec, loc: Loc, what: str, low_keyword: str, high_keyw
         setattr(spec, f"max_{what}", high if current is None else min(current, high))
 
 
+def _ref_keyword(node: dict) -> str | None:
+    """The reference keyword a schema object uses, if any (``$ref`` wins over ``$recursiveRef``)."""
+    return next((k for k in ("$ref", "$recursiveRef") if k in node), None)
+
+
 def absorption_order(node: dict) -> list[str]:
     """``"$ref"``, ``"allOf"`` and ``"own"`` (the schema's other keywords) in the order the
     schema writes ``$ref``/``$recursiveRef``, ``allOf`` and ``properties``.
@@ -255,7 +260,7 @@ def absorption_order(node: dict) -> list[str]:
     document order, the convention llguidance follows too.
     """
     keys = list(node)
-    ref = next((k for k in ("$ref", "$recursiveRef") if k in node), None)
+    ref = _ref_keyword(node)
     parts = [("own", keys.index("properties") if "properties" in node else -1)]
     if ref is not None:
         parts.append(("$ref", keys.index(ref)))
