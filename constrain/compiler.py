@@ -223,7 +223,8 @@ class Compiler:
             ``"schema"``: listed properties in the schema's order, then any others;
             ``"any"``: the model picks the order, each property at most once and
             every required one present (objects of up to 6 listed properties; larger
-            ones stay in schema order, said in ``notes``).
+            ones stay in schema order, said in ``notes``; objects inside ``oneOf``,
+            ``not`` and ``if`` keep one shared order, which keeps those exact).
         strict:
             Raise :class:`~constrain.errors.SchemaError` for keywords that cannot be
             enforced exactly (``uniqueItems``, ``unevaluatedProperties``...).  With

@@ -168,6 +168,16 @@ def test_disk_cache_round_trip(info, tmp_path):
     assert np.array_equal(first.engine.dfa.trans, third.engine.dfa.trans)
 
 
+def test_disk_cache_keys_change_with_the_code(monkeypatch):
+    """An edited checkout (same version number) never reads what older code compiled."""
+    from constrain.automata import cache
+
+    before = cache.content_key("regex-dfa", "a+")
+    assert cache.content_key("regex-dfa", "a+") == before
+    monkeypatch.setattr(cache, "code_fingerprint", lambda: "edited")
+    assert cache.content_key("regex-dfa", "a+") != before
+
+
 def test_precompute_rows_cached_on_disk(info, tmp_path):
     pattern = r"[0-9]{2,3}(-[a-]+)?"
     lazy = Compiler(info, cache_dir=False).compile_regex(pattern)

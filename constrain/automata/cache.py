@@ -1,7 +1,9 @@
 """On-disk cache of compiled artifacts (numpy arrays), keyed by content hashes.
 
 Keys hash everything that affects the result (the source text, the options, the
-tokenizer's content hash where it matters, and :data:`CACHE_FORMAT`), entries are
+tokenizer's content hash where it matters, :data:`CACHE_FORMAT`, and the library's
+own code: a fingerprint of its source files, so an edited checkout or an upgrade
+that kept the version number never reads what older code compiled), entries are
 written atomically (temporary file, then ``os.replace``) and a corrupt or
 foreign file is treated as a miss, never as a result.
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +28,20 @@ __all__ = ["CACHE_FORMAT", "DiskCache", "default_cache", "content_key"]
 CACHE_FORMAT = 1
 
 
-def content_key(*parts: str | bytes) -> str:
-    """A sha256 hex key over length-prefixed parts, the library version and cache format."""
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A sha256 over the package's Python sources (names and contents), read once per process."""
+    root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for part in (f"constrain-{__version__}-fmt{CACHE_FORMAT}", *parts):
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def content_key(*parts: str | bytes) -> str:
+    """A sha256 hex key over length-prefixed parts, the library version and code, and the cache format."""
+    digest = hashlib.sha256()
+    for part in (f"constrain-{__version__}-{code_fingerprint()}-fmt{CACHE_FORMAT}", *parts):
         data = part.encode() if isinstance(part, str) else part
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)

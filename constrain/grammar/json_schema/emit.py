@@ -31,7 +31,8 @@ from ..regex import Automaton, Concat, Graph, RegexNode
 from .document import Loc, SchemaDocument
 from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import integer_tree, multiple_of_dfa, number_tree
-from .spec import ANNOTATION_KEYWORDS, KeyRule, Spec, SpecWalk, copy_spec, merge_orders, spec_of
+from .slots import shared_slots
+from .spec import ANNOTATION_KEYWORDS, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec, spec_of
 from .strings import ANY_CHAR, any_string_dfa, encode_chars, encoded_string, pattern_tree, string_tree
 from .trees import EMPTY, NOTHING, alt, cls, lit, seq, star
 
@@ -92,12 +93,13 @@ class SchemaEmitter:
         spec, chain = spec_of(self.doc, self.doc.root_loc, (), self.max_recursion)
         return self.spec_tree(spec, chain)
 
-    def value_of(self, locs: list[Loc], chain: tuple[str, ...]) -> RegexNode:
-        """The language of values meeting every schema in ``locs`` (an implicit allOf)."""
-        if all(loc.node is True or loc.node == {} for loc in locs):
+    def value_of(self, locs: list[Loc], chain: tuple[str, ...], slots: Slots = NO_SLOTS) -> RegexNode:
+        """The language of values meeting every schema in ``locs`` (an implicit allOf),
+        objects written with the member positions ``slots`` fixes (inside a product's operand)."""
+        if not slots and all(loc.node is True or loc.node == {} for loc in locs):
             return self.any_value()
         walk = SpecWalk(self.doc, list(chain), self.max_recursion)
-        spec = Spec()
+        spec = Spec(slots=slots)
         for index, loc in enumerate(locs):
             spec = walk.absorb(spec, loc, frozenset())
             if index == 0 and len(locs) > 1 and (spec.unevaluated_properties or spec.unevaluated_items):
@@ -106,7 +108,7 @@ class SchemaEmitter:
         key = None
         if len(walk.chain) > len(chain) and walk.chain[-1] in chain:  # entering a recursive reference again
             key = (tuple(sorted(set(walk.chain))), tuple(walk.chain.count(k) for k in sorted(set(walk.chain))),
-                   tuple(loc.base + "#" + loc.pointer for loc in locs))
+                   tuple(loc.base + "#" + loc.pointer for loc in locs), slots)
             found = self._recursive_memo.get(key)
             if found is not None:
                 return found
@@ -166,7 +168,9 @@ class SchemaEmitter:
             return self._one_of(spec, chain)
         if spec.nots:
             base = spec.without(nots=spec.nots[1:])
-            (base, _), (negated, negated_chain) = _with_slots(base, [(base, chain), self._merged(base, spec.nots[0], chain)])
+            negated, negated_chain = self._merged(base, spec.nots[0], chain)
+            slots = shared_slots(self.doc, base, [negated])
+            base, negated = base.without(slots=slots), negated.without(slots=slots)
             return self._minus(self.spec_tree(base, chain), self.spec_tree(_without_unevaluated(negated), negated_chain))
         if spec.conditionals:
             return self._conditional(spec, chain)
@@ -186,13 +190,52 @@ class SchemaEmitter:
         return self.spec_tree(merged, chain)
 
     def _one_of(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
-        """Exactly one branch: each branch's language minus the union of the others."""
+        """Exactly one branch: each branch's language minus the union of the others.
+
+        Branches that no value can meet together (a tagged union: different types, or a
+        required member whose values differ, like ``"kind": {"const": ...}``) are an
+        ``anyOf``: no product, and no shared member order, is needed.
+        """
         group, rest = spec.one_of[0], spec.without(one_of=spec.one_of[1:])
-        branches = _with_slots(rest, [self._merged(rest, group.child(i), chain) for i in range(len(group.node))])
+        merged = [self._merged(rest, group.child(i), chain) for i in range(len(group.node))]
+        if not (rest.unevaluated_properties or rest.unevaluated_items) and all(
+                self._disjoint(a, b, chain) for i, (a, _) in enumerate(merged) for b, _ in merged[i + 1:]):
+            return alt(*(self.spec_tree(branch, branch_chain) for branch, branch_chain in merged))
+        slots = shared_slots(self.doc, rest, [branch for branch, _ in merged])
+        branches = [(branch.without(slots=slots), branch_chain) for branch, branch_chain in merged]
         if rest.unevaluated_properties or rest.unevaluated_items:
             return self._one_of_unevaluated(branches)
         return _exactly_one([self._plain(self._dfa(self.spec_tree(branch, branch_chain)))
                              for branch, branch_chain in branches])
+
+    def _disjoint(self, a: Spec, b: Spec, chain: tuple[str, ...], depth: int = 2) -> bool:
+        """Whether no value meets both records, judged from what surely holds (conservative):
+        their types and enums, and (for objects) a member one requires whose values the
+        other's schema for that member excludes, ``depth`` levels down."""
+        if a.impossible or b.impossible:
+            return True
+        if not _possible_types(a) & _possible_types(b):
+            return True
+        keys_a, keys_b = _enum_keys(a), _enum_keys(b)
+        if keys_a is not None and keys_b is not None and not keys_a & keys_b:
+            return True
+        if depth == 0:
+            return False
+        for one, other in ((a, b), (b, a)):
+            if one.types is not None and one.types <= {"object"}:
+                for name in sorted(one.required):
+                    mine = self._record(self._locs_for_key(one, name), chain)
+                    theirs = self._record(self._locs_for_key(other, name), chain)
+                    if self._disjoint(mine, theirs, chain, depth - 1):
+                        return True
+        return False
+
+    def _record(self, locs: list[Loc], chain: tuple[str, ...], slots: Slots = NO_SLOTS) -> Spec:
+        """The merged record of ``locs`` (an implicit allOf)."""
+        walk, spec = SpecWalk(self.doc, list(chain), self.max_recursion), Spec(slots=slots)
+        for loc in locs:
+            spec = walk.absorb(spec, loc, frozenset())
+        return spec
 
     def _one_of_unevaluated(self, branches) -> RegexNode:
         """oneOf under unevaluated*: branch i with it, minus the other branches judged without it."""
@@ -208,10 +251,8 @@ class SchemaEmitter:
     def _conditional(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         loc, base = spec.conditionals[0], spec.without(conditionals=spec.conditionals[1:])
         if_spec, if_chain = self._merged(base, loc.child("if"), chain)
-        parts = [(base, chain), (if_spec, if_chain)] + [self._merged(base, loc.child(k), chain) for k in ("then", "else")
-                                                          if k in loc.node]
-        slots = _with_slots(base, parts)[0][0].key_slots
-        base, if_spec = base.without(key_slots=slots), if_spec.without(key_slots=slots)
+        slots = shared_slots(self.doc, base, [if_spec])
+        base, if_spec = base.without(slots=slots), if_spec.without(slots=slots)
         then_tree = self._merged_tree(if_spec, loc.child("then"), if_chain) if "then" in loc.node else self.spec_tree(if_spec, if_chain)
         else_tree = self._merged_tree(base, loc.child("else"), chain) if "else" in loc.node else self.spec_tree(base, chain)
         return alt(then_tree, self._minus(else_tree, self.spec_tree(_without_unevaluated(if_spec), if_chain)))
@@ -305,10 +346,12 @@ class SchemaEmitter:
                 spec = spec.without(key_rules=spec.key_rules + [KeyRule(frozenset(spec.properties), patterns, loc)])
         names_dfa = self._property_names_dfa(spec, chain)
         members: list[tuple[str, RegexNode, bool]] = []
-        listed = list(spec.key_slots) + [p for p in spec.properties if p not in spec.key_slots]
+        slots = spec.slots
+        slotted = set(slots.names)
+        listed = list(slots.names) + [p for p in spec.properties if p not in slotted]
         listed += sorted(spec.required - set(listed))
         for name in listed:
-            value = self.value_of(self._locs_for_key(spec, name), chain)
+            value = self.value_of(self._locs_for_key(spec, name), chain, slots.member(name))
             key_text = encoded_string(name)
             if names_dfa is _NO_NAMES or (names_dfa is not None and not names_dfa.matches(key_text.encode())):
                 value = NOTHING
@@ -318,10 +361,10 @@ class SchemaEmitter:
             if value is not NOTHING:
                 members.append((key_text, value, required))
         extras = self._extra_members(spec, set(listed), names_dfa, chain)
-        if self.any_order and 1 < len(members) <= MAX_ANY_ORDER_MEMBERS:
+        if self.any_order and not slots and 1 < len(members) <= MAX_ANY_ORDER_MEMBERS:  # operands: one order
             graph = _any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout)
         else:
-            if self.any_order and len(members) > MAX_ANY_ORDER_MEMBERS:
+            if self.any_order and not slots and len(members) > MAX_ANY_ORDER_MEMBERS:
                 self.notes.append(f"{spec.sources[0].pointer or '#'}: {len(members)} properties are kept in schema "
                                   f"order (property_order='any' takes up to {MAX_ANY_ORDER_MEMBERS})")
             graph = _members_graph(members, extras, spec.min_properties, spec.max_properties, layout)
@@ -371,7 +414,7 @@ class SchemaEmitter:
             for index, rule in enumerate(spec.key_rules):
                 if rule.additional is not None and not any(subset >> b & 1 for b, p in enumerate(patterns) if p[2] == index):
                     locs.append(rule.additional)
-            value = self.value_of(locs, chain)
+            value = self.value_of(locs, chain, spec.slots.extra or NO_SLOTS)
             if value is not NOTHING:
                 classes.append((Automaton(keys), value))
         return classes
@@ -393,19 +436,26 @@ class SchemaEmitter:
                 self._unenforced(spec.unevaluated_items[0], "unevaluatedItems", "items evaluated by contains vary")
             else:
                 rest_locs = list(spec.unevaluated_items)  # items past every prefix are the unevaluated ones
-        prefix = [self.value_of(locs, chain) for locs in spec.prefix_items]
-        rest = self.value_of(rest_locs, chain)
+        slots = spec.slots.items or NO_SLOTS
+        if spec.contains:  # items are split by contains (intersect, subtract): one text per item value
+            slots = self._contains_slots(slots, spec.contains[0][0], chain)
+        prefix = [self.value_of(locs, chain, slots) for locs in spec.prefix_items]
+        rest = self.value_of(rest_locs, chain, slots)
         contains = None
         if spec.contains:
             if len(spec.contains) > 1:
                 self._unenforced(spec.contains[1][0], "contains", "only one contains per array is supported")
             loc, low, high = spec.contains[0]
-            contains = (self._plain(self._dfa(self.value_of([loc], chain))), low, high)
+            contains = (self._plain(self._dfa(self.value_of([loc], chain, slots))), low, high)
             prefix, rest = [self._plain_tree(item) for item in prefix], self._plain_tree(rest)
         graph = _items_graph(prefix, rest, spec.min_items, spec.max_items, contains, self.layout)
         if graph is NOTHING:
             return NOTHING
         return seq(self.layout.opening("["), graph, self.layout.closing("]"))
+
+    def _contains_slots(self, fixed: Slots, contains: Loc, chain: tuple[str, ...]) -> Slots:
+        """Item slots that write ``contains``'s members in its order (items are split by it)."""
+        return shared_slots(self.doc, Spec(slots=fixed), [self._record([contains], chain, fixed)])
 
     # -- enum / const -------------------------------------------------------------------
     def _enum_tree(self, spec: Spec) -> RegexNode:
@@ -414,7 +464,7 @@ class SchemaEmitter:
             keys = {_json_key(v) for v in other}
             candidates = [v for v in candidates if _json_key(v) in keys]
         kept = [v for v in _unique(candidates) if self._valid(v, spec)]
-        return alt(*(self._literal(v) for v in kept))
+        return alt(*(self._literal(v, spec.slots) for v in kept))
 
     def _valid(self, value: Any, spec: Spec) -> bool:
         """Whether ``value`` meets what ``spec`` still requires (jsonschema, formats checked).
@@ -438,15 +488,19 @@ class SchemaEmitter:
             raise SchemaError(f"cannot check enum value {value!r} against the rest of the schema: {err}",
                               spec.sources[0].pointer or "#") from None
 
-    def _literal(self, value: Any) -> RegexNode:
+    def _literal(self, value: Any, slots: Slots = NO_SLOTS) -> RegexNode:
+        """The text of an enum/const value: members in the value's own order, except the
+        names ``slots`` fixes (inside a product's operand), which come first, in slot order."""
         layout = self.layout
         if isinstance(value, str):
             return lit(encoded_string(value))
         if isinstance(value, dict):
-            members = [seq(lit(encoded_string(k)), layout.colon(), self._literal(v)) for k, v in value.items()]
+            slotted = set(slots.names)
+            keys = [k for k in slots.names if k in value] + [k for k in value if k not in slotted]
+            members = [seq(lit(encoded_string(k)), layout.colon(), self._literal(value[k], slots.member(k))) for k in keys]
             return seq(layout.opening("{"), *_joined(members, layout.comma()), layout.closing("}"))
         if isinstance(value, list):
-            items = [self._literal(v) for v in value]
+            items = [self._literal(v, slots.items or NO_SLOTS) for v in value]
             return seq(layout.opening("["), *_joined(items, layout.comma()), layout.closing("]"))
         if isinstance(value, float) and value.is_integer():
             return alt(lit(json.dumps(value)), lit(str(int(value))))
@@ -735,25 +789,6 @@ def _joined(items: list[RegexNode], separator: RegexNode) -> list[RegexNode]:
     return out
 
 
-def _with_slots(base: Spec, parts: list[tuple[Spec, tuple]]) -> list[tuple[Spec, tuple]]:
-    """Give every part the same key positions before their languages are combined as sets.
-
-    Texts, not values, are intersected and subtracted: a value two branches both
-    accept must have the same text in both, so every name any of them lists (or
-    requires) gets one fixed position in all of them: after the slots already
-    fixed by an enclosing combination (whose other branches write these names
-    among their extra members, at the end), in the order :func:`merge_orders`
-    finds for the parts' ``properties`` orders, then names only required, in order of
-    first mention (a sorted ``required`` list is no author's order to keep).
-    """
-    fixed = set(base.key_slots)
-    names = dict.fromkeys(merge_orders([[n for n in spec.properties if n not in fixed] for spec, _ in parts]))
-    for spec, _ in parts:
-        names.update(dict.fromkeys(n for n in sorted(spec.required) if n not in fixed))
-    slots = base.key_slots + tuple(names)
-    return [(spec.without(key_slots=slots), chain) for spec, chain in parts]
-
-
 def _exactly_one(dfas: list[ByteDFA | None]) -> RegexNode:
     """Texts in exactly one of the languages: each minus the union of the others (prefix/suffix unions)."""
     live = [d for d in dfas if d is not None]
@@ -769,6 +804,48 @@ def _exactly_one(dfas: list[ByteDFA | None]) -> RegexNode:
             out.append(Automaton(only))
         after = live[index] if after is None else union(after, live[index])
     return alt(*reversed(out))
+
+
+def _json_types(value: Any) -> frozenset[str]:
+    """The JSON Schema types a JSON value has (an integral number is an integer too)."""
+    if value is None:
+        return frozenset(("null",))
+    if isinstance(value, bool):
+        return frozenset(("boolean",))
+    if isinstance(value, (int, float)):
+        return frozenset(("number", "integer")) if float(value).is_integer() else frozenset(("number",))
+    return frozenset(("string" if isinstance(value, str) else "array" if isinstance(value, list) else "object",))
+
+
+def _possible_types(spec: Spec) -> frozenset[str]:
+    """Types a value meeting ``spec`` may have: its ``type`` keywords, and its enum values' types."""
+    types = _ALL_TYPES if spec.types is None else spec.types
+    if spec.enums:
+        types = types & frozenset().union(*map(_json_types, spec.enums[0]))
+    return types
+
+
+def _enum_keys(spec: Spec) -> set[str] | None:
+    """The enum/const values ``spec`` may take (as equality keys), or None without an enum:
+    those every enum lists whose strings match every pattern (``"enum": [kinds...]`` from
+    a shared base, narrowed per variant by ``"pattern": "compound"``, is a common tag)."""
+    if not spec.enums:
+        return None
+    keys = set.intersection(*({_json_key(v) for v in values} for values in spec.enums))
+    return {_json_key(v) for v in spec.enums[0] if _json_key(v) in keys and _matches_patterns(v, spec)}
+
+
+def _matches_patterns(value: Any, spec: Spec) -> bool:
+    """False only when ``value`` is a string that surely fails one of ``spec``'s patterns."""
+    if not isinstance(value, str):
+        return True
+    for pattern, loc in spec.patterns:
+        try:
+            if not _search(pattern, value, loc):
+                return False
+        except SchemaError:  # the build reports the pattern; here it proves nothing
+            continue
+    return True
 
 
 def _without_unevaluated(spec: Spec) -> Spec:

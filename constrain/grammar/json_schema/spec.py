@@ -19,7 +19,8 @@ from typing import Any
 
 from .document import Loc, SchemaDocument
 
-__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order", "TYPES", "ANNOTATION_KEYWORDS"]
+__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order",
+           "ref_keyword", "Slots", "NO_SLOTS", "TYPES", "ANNOTATION_KEYWORDS"]
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 ANNOTATION_KEYWORDS = {
@@ -45,6 +46,30 @@ class KeyRule:
     names: frozenset[str]          # the branch's own property names
     patterns: tuple[tuple[str, Loc], ...]
     additional: Loc | None         # None: any value (additionalProperties absent or true)
+
+
+@dataclass(frozen=True)
+class Slots:
+    """Member names written at fixed positions, by path: shared by the operands of a
+    product so that one value has one text in all of them (see :mod:`.slots`)."""
+
+    names: tuple[str, ...] = ()
+    members: tuple[tuple[str, "Slots"], ...] = ()  # below a slotted name
+    extra: "Slots | None" = None                   # below members not slotted
+    items: "Slots | None" = None                   # below array items
+
+    def member(self, name: str) -> "Slots":
+        """The slots below the member ``name`` (an unslotted name is an extra member)."""
+        for member, below in self.members:
+            if member == name:
+                return below
+        return self.extra or NO_SLOTS
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.members or self.extra or self.items)
+
+
+NO_SLOTS = Slots()
 
 
 @dataclass
@@ -90,7 +115,7 @@ class Spec:
     unevaluated_properties: list[Loc] = field(default_factory=list)
     unevaluated_items: list[Loc] = field(default_factory=list)
     evaluates_all_keys: bool = False  # some merged source has additionalProperties (even true)
-    key_slots: tuple[str, ...] = ()  # names written at fixed positions even when unlisted (see emit._with_slots)
+    slots: "Slots" = field(default_factory=lambda: NO_SLOTS)  # member positions shared with other operands (see slots.py)
     impossible: bool = False
     depth_limited: bool = False  # impossible only because recursion was unrolled to its bound
 
@@ -135,14 +160,14 @@ class SpecWalk:
             self.root = loc  # a fresh record: this schema's subtree is all it will hold
         if "$dynamicRef" in node:
             spec.unsupported.append((loc, "$dynamicRef", "dynamic scopes are resolved at validation time"))
-        ref_keyword = _ref_keyword(node)
-        if ref_keyword is not None and self.doc.draft <= 7:
-            return self.follow(spec, loc, ref_keyword, active)  # before 2019-09, $ref overrides its siblings
+        keyword = ref_keyword(node)
+        if keyword is not None and self.doc.draft <= 7:
+            return self.follow(spec, loc, keyword, active)  # before 2019-09, $ref overrides its siblings
         if "allOf" in node and (not isinstance(node["allOf"], list) or not node["allOf"]):
             raise loc.error("allOf must be a non-empty array", "allOf")
         for part in absorption_order(node):
             if part == "$ref":
-                spec = self.follow(spec, loc, ref_keyword, active)
+                spec = self.follow(spec, loc, keyword, active)
                 if spec.impossible:
                     return spec
             elif part == "allOf":
@@ -245,7 +270,7 @@ def _tighten_counts(spec: Spec, loc: Loc, what: str, low_keyword: str, high_keyw
         setattr(spec, f"max_{what}", high if current is None else min(current, high))
 
 
-def _ref_keyword(node: dict) -> str | None:
+def ref_keyword(node: dict) -> str | None:
     """The reference keyword a schema object uses, if any (``$ref`` wins over ``$recursiveRef``)."""
     return next((k for k in ("$ref", "$recursiveRef") if k in node), None)
 
@@ -260,7 +285,7 @@ def absorption_order(node: dict) -> list[str]:
     document order, the convention llguidance follows too.
     """
     keys = list(node)
-    ref = _ref_keyword(node)
+    ref = ref_keyword(node)
     parts = [("own", keys.index("properties") if "properties" in node else -1)]
     if ref is not None:
         parts.append(("$ref", keys.index(ref)))
