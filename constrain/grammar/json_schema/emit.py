@@ -198,12 +198,13 @@ class SchemaEmitter:
         """
         group, rest = spec.one_of[0], spec.without(one_of=spec.one_of[1:])
         merged = [self._merged(rest, group.child(i), chain) for i in range(len(group.node))]
-        if not (rest.unevaluated_properties or rest.unevaluated_items) and all(
+        unevaluated = bool(rest.unevaluated_properties or rest.unevaluated_items)
+        if not unevaluated and all(
                 self._disjoint(a, b, chain) for i, (a, _) in enumerate(merged) for b, _ in merged[i + 1:]):
             return alt(*(self.spec_tree(branch, branch_chain) for branch, branch_chain in merged))
         slots = shared_slots(self.doc, rest, [branch for branch, _ in merged])
         branches = [(branch.without(slots=slots), branch_chain) for branch, branch_chain in merged]
-        if rest.unevaluated_properties or rest.unevaluated_items:
+        if unevaluated:
             return self._one_of_unevaluated(branches)
         return _exactly_one([self._plain(self._dfa(self.spec_tree(branch, branch_chain)))
                              for branch, branch_chain in branches])

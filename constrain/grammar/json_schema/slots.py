@@ -90,7 +90,7 @@ class _Orders:
         for name in all_names:
             below = _combined(self.members.get(name), self.extra)
             inner = below.slots(fixed.member(name)) if below is not None else fixed.member(name)
-            if inner != NO_SLOTS:
+            if inner:
                 members.append((name, inner))
         extra = self.extra.slots(fixed.extra or NO_SLOTS) if self.extra is not None else fixed.extra
         items = self.items.slots(fixed.items or NO_SLOTS) if self.items is not None else fixed.items

@@ -115,7 +115,7 @@ class Spec:
     unevaluated_properties: list[Loc] = field(default_factory=list)
     unevaluated_items: list[Loc] = field(default_factory=list)
     evaluates_all_keys: bool = False  # some merged source has additionalProperties (even true)
-    slots: "Slots" = field(default_factory=lambda: NO_SLOTS)  # member positions shared with other operands (see slots.py)
+    slots: Slots = NO_SLOTS  # member positions shared with other operands (see slots.py)
     impossible: bool = False
     depth_limited: bool = False  # impossible only because recursion was unrolled to its bound
 
