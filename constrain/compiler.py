@@ -209,7 +209,9 @@ class Compiler:
         The output is one JSON value valid against the schema, written with keys in
         the schema's ``properties`` order (then any additional keys), strings as
         ``json.dumps(..., ensure_ascii=False)`` escapes them, numbers without
-        leading zeros (and without exponent where bounds or ``multipleOf`` apply).
+        leading zeros (and without exponent where bounds or ``multipleOf`` apply, and
+        inside ``oneOf``, ``not``, ``if``/``else`` and ``contains``, which stay exact
+        that way: ARCHITECTURE.md, "Number spellings").
 
         Parameters
         ----------

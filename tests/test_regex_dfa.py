@@ -371,6 +371,30 @@ def test_products_agree_with_membership(left, right):
                 assert (dfa is not None and dfa.matches(text)) == want, (op, left, right, text)
 
 
+@pytest.mark.parametrize("pattern, words", [
+    ("[ab]*c?", [b"", b"a", b"ab", b"abc", b"ba"]),  # the empty word, prefixes of one another
+    ("a[bc]*", [b"ab", b"abc", b"b", b"acx"]),  # words outside the language take nothing away
+    ("ab|ac", [b"ab", b"ac"]),  # everything taken away: the empty language
+    ('"[^"]*"', [b'"a"', b'"ab"', b'"b"', b'""']),  # keys of free-form members
+])
+def test_without_words_is_difference_with_the_words(pattern, words):
+    """``without_words`` (a trie on top of the DFA) accepts what ``difference`` with the words'
+    DFA does, over every string of length up to 6 on the alphabet the cases use."""
+    from constrain.automata.dfa_ops import without_words
+
+    dfa = regex_to_dfa(pattern)
+    kept = without_words(dfa, words)
+    alphabet = sorted(set(b"abcx\"" + b"".join(words)))
+    checked = 0
+    for length in range(7):
+        for letters in itertools.product(alphabet, repeat=length):
+            text = bytes(letters)
+            want = dfa.matches(text) and text not in words
+            assert (kept is not None and kept.matches(text)) == want, (pattern, text)
+            checked += want
+    assert (kept is None) == (checked == 0)
+
+
 def test_product_over_the_state_limit_is_a_regex_error(monkeypatch):
     from constrain.automata import dfa_ops
 

@@ -223,6 +223,11 @@ class _NFA:
                 self.add_edge(here, byte, last, ids[key])
 
     def build_charset(self, node: CharSet, start: int, end: int) -> None:
+        ranges = node.ranges
+        if ranges and ranges[-1][1] < 0x80:  # ASCII (ranges are sorted): one byte each, most literals
+            for lo, hi in ranges:
+                self.edges += (start, lo, hi, end)
+            return
         # Sequences sharing a suffix (e.g. the trailing [80-BF][80-BF]) share states.
         suffix_states: dict[tuple, int] = {}
         for seq in ranges_to_utf8_sequences(node.ranges):
@@ -587,15 +592,11 @@ def _literal_strings(node) -> list[bytes] | None:
     return None
 
 
-def _trie_dfa(strings: list[bytes]) -> ByteDFA:
-    """Minimal DFA of a finite set of strings: a byte trie, then merging equal suffixes.
-
-    A trie is acyclic and its children come after their parents, so walking states
-    from the last to the first and interning each by (accepting, transitions to
-    already-canonical states) minimises it in one linear pass.
-    """
+def byte_trie(strings: list[bytes]) -> tuple[list[dict[int, int]], list[bool]]:
+    """A trie of byte strings: each node's children by byte (node 0 the root, every node
+    after its parent), and which nodes end one of the strings."""
     children: list[dict[int, int]] = [{}]
-    accepting = [False]
+    ends = [False]
     for data in strings:
         state = 0
         for byte in data:
@@ -604,9 +605,20 @@ def _trie_dfa(strings: list[bytes]) -> ByteDFA:
                 nxt = len(children)
                 children[state][byte] = nxt
                 children.append({})
-                accepting.append(False)
+                ends.append(False)
             state = nxt
-        accepting[state] = True
+        ends[state] = True
+    return children, ends
+
+
+def _trie_dfa(strings: list[bytes]) -> ByteDFA:
+    """Minimal DFA of a finite set of strings: a byte trie, then merging equal suffixes.
+
+    A trie is acyclic and its children come after their parents, so walking states
+    from the last to the first and interning each by (accepting, transitions to
+    already-canonical states) minimises it in one linear pass.
+    """
+    children, accepting = byte_trie(strings)
     canonical = [0] * len(children)
     signatures: dict[tuple, int] = {}
     for state in range(len(children) - 1, -1, -1):

@@ -9,6 +9,7 @@ whitespace runs are then bounded.  See ARCHITECTURE.md, "JSON Schema".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Mapping
 
 import numpy as np
@@ -101,12 +102,19 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
         raise SchemaError("the schema nests too deeply to compile", "#") from None
     if not dfa.accepting.any():  # emptiness found only by the set operations (oneOf, not, ...)
         return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [UNSATISFIABLE])
-    callee = any_value_callee(options.whitespace) if has_calls(dfa) else None
+    callee = _bounded_callee(options.whitespace, options.max_whitespace) if has_calls(dfa) else None
     if options.whitespace == "flexible":
         dfa = bound_runs(dfa, structural_loops(dfa), WS_BYTES, options.max_whitespace)
-        if callee is not None:
-            callee = bound_runs(callee, structural_loops(callee), WS_BYTES, options.max_whitespace)
     return SchemaLanguage(dfa, emitter.notes, callee)
+
+
+@lru_cache(maxsize=8)
+def _bounded_callee(whitespace: str, max_whitespace: int) -> ByteDFA:
+    """The any-value callee with its whitespace runs bounded like the schema's (one per layout)."""
+    callee = any_value_callee(whitespace)
+    if whitespace == "flexible":
+        callee = bound_runs(callee, structural_loops(callee), WS_BYTES, max_whitespace)
+    return callee
 
 
 def structural_loops(dfa: ByteDFA) -> np.ndarray:

@@ -16,21 +16,22 @@ from __future__ import annotations
 
 import json
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
-from ...automata.dfa_ops import difference, intersect, union
+from ...automata.dfa_ops import difference, intersect, union, without_words
 from ...automata.pushdown import call_marker, expand_calls, has_calls
 from ...errors import RegexError, SchemaError
 from ..regex import Automaton, Concat, Graph, RegexNode
 from .document import Loc, SchemaDocument
 from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
-from .numbers import integer_tree, multiple_of_dfa, number_tree
+from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
 from .slots import shared_slots
 from .spec import ANNOTATION_KEYWORDS, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec, spec_of
 from .strings import ANY_CHAR, any_string_dfa, encode_chars, encoded_string, pattern_tree, string_tree
@@ -53,21 +54,37 @@ class Layout:
 
     mode: str
 
+    # Trees are immutable: each piece is built once per layout (objects ask for them per member).
     @property
     def ws(self) -> RegexNode:
-        return star(cls((" ", " "), ("\t", "\t"), ("\n", "\n"), ("\r", "\r"))) if self.mode == "flexible" else EMPTY
+        return _layout_piece(self.mode, "ws")
 
     def comma(self) -> RegexNode:
-        return {"flexible": seq(self.ws, lit(","), self.ws), "canonical": lit(", "), "compact": lit(",")}[self.mode]
+        return _layout_piece(self.mode, ",")
 
     def colon(self) -> RegexNode:
-        return {"flexible": seq(self.ws, lit(":"), self.ws), "canonical": lit(": "), "compact": lit(":")}[self.mode]
+        return _layout_piece(self.mode, ":")
 
     def opening(self, char: str) -> RegexNode:
-        return seq(lit(char), self.ws)
+        return _layout_piece(self.mode, char)
 
     def closing(self, char: str) -> RegexNode:
-        return seq(self.ws, lit(char))
+        return _layout_piece(self.mode, char)
+
+
+@lru_cache(maxsize=None)
+def _layout_piece(mode: str, piece: str) -> RegexNode:
+    """Whitespace, a separator or a bracket (with the whitespace on its inner side) in ``mode``."""
+    ws = star(cls((" ", " "), ("\t", "\t"), ("\n", "\n"), ("\r", "\r"))) if mode == "flexible" else EMPTY
+    if piece == "ws":
+        return ws
+    if piece in "{[":
+        return seq(lit(piece), ws)
+    if piece in "}]":
+        return seq(ws, lit(piece))
+    if mode == "flexible":
+        return seq(ws, lit(piece), ws)
+    return lit(piece + " ") if mode == "canonical" else lit(piece)
 
 
 class SchemaEmitter:
@@ -84,7 +101,12 @@ class SchemaEmitter:
         self.max_any_depth = max_any_depth
         self.notes: list[str] = []
         self._validator = None
-        self._recursive_memo: dict[tuple, RegexNode] = {}
+        self._recursive_memo: dict[tuple, tuple[RegexNode, int]] = {}  # (tree, built spelling-sensitive)
+        # How numbers are spelled (numbers.py): plain inside a product's operands.
+        self.spelling = JSON_SPELLING
+        # Counts integer trees and numeric literals built at EVERY_PLAIN: where an operand
+        # taken away (EVERY_PLAIN) and the same operand kept (PLAIN) could differ.
+        self.spelling_sensitive = 0
         # (pointer, states) of the string and recursion automata built: what grew, when the whole is too large.
         self.sizes: list[tuple[str, int]] = []
 
@@ -108,14 +130,16 @@ class SchemaEmitter:
         key = None
         if len(walk.chain) > len(chain) and walk.chain[-1] in chain:  # entering a recursive reference again
             key = (tuple(sorted(set(walk.chain))), tuple(walk.chain.count(k) for k in sorted(set(walk.chain))),
-                   tuple(loc.base + "#" + loc.pointer for loc in locs), slots)
+                   tuple(loc.base + "#" + loc.pointer for loc in locs), slots, self.spelling)
             found = self._recursive_memo.get(key)
             if found is not None:
-                return found
+                self.spelling_sensitive += found[1]
+                return found[0]
+        sensitive_before = self.spelling_sensitive
         tree = self.spec_tree(spec, tuple(walk.chain))
         if key is not None:
             tree = self._as_automaton(tree)
-            self._recursive_memo[key] = tree
+            self._recursive_memo[key] = (tree, int(self.spelling_sensitive > sensitive_before))
             if isinstance(tree, Automaton):  # an unrolled recursion level: a candidate for "what grew"
                 self.sizes.append((locs[0].pointer or "#", tree.dfa.num_states))
         return tree
@@ -125,7 +149,27 @@ class SchemaEmitter:
         or, with an integer ``max_any_depth``, an embedded copy nested at most that deep."""
         if self.max_any_depth is None:
             return Automaton(call_marker())
-        return Automaton(any_value_dfa(self.layout.mode, self.max_any_depth))
+        return Automaton(any_value_dfa(self.layout.mode, self.max_any_depth, self.spelling != JSON_SPELLING))
+
+    @contextmanager
+    def numbers_spelled(self, spelling: int) -> Iterator[None]:
+        """Build the operands of a product (a difference or intersection of languages):
+        the side kept with :data:`PLAIN` numbers, the side taken away with :data:`EVERY_PLAIN`.
+
+        A value has many texts (``2``, ``2.0``, ``2e0``), and a schema writes some of
+        them; taking away the texts of what one side accepts removes a value from the
+        other only if it removes each of the value's texts there.  So the side taken
+        away writes every plain text of its values, the side kept plain texts only:
+        ``{"oneOf": [{"type": "integer"}, {"type": "number"}]}`` then accepts no
+        integral value, however written.  A stricter outer spelling is kept (an
+        operand of an operand taken away must be complete too).
+        """
+        before = self.spelling
+        self.spelling = max(before, spelling)
+        try:
+            yield
+        finally:
+            self.spelling = before
 
     def _plain(self, dfa: ByteDFA | None) -> ByteDFA | None:
         """``dfa`` with its calls expanded (products are exact over bytes only): free-form
@@ -134,7 +178,7 @@ class SchemaEmitter:
         if dfa is None or not has_calls(dfa):
             return dfa
         depth = OPERAND_ANY_DEPTH if self.max_any_depth is None else self.max_any_depth
-        return expand_calls(dfa, any_value_dfa(self.layout.mode, depth))
+        return expand_calls(dfa, any_value_dfa(self.layout.mode, depth, plain_numbers=True))
 
     def _plain_tree(self, tree: RegexNode) -> RegexNode:
         dfa = self._plain(self._dfa(tree))
@@ -171,7 +215,11 @@ class SchemaEmitter:
             negated, negated_chain = self._merged(base, spec.nots[0], chain)
             slots = shared_slots(self.doc, base, [negated])
             base, negated = base.without(slots=slots), negated.without(slots=slots)
-            return self._minus(self.spec_tree(base, chain), self.spec_tree(_without_unevaluated(negated), negated_chain))
+            with self.numbers_spelled(PLAIN):
+                kept = self.spec_tree(base, chain)
+            with self.numbers_spelled(EVERY_PLAIN):
+                removed = self.spec_tree(_without_unevaluated(negated), negated_chain)
+            return self._minus(kept, removed)
         if spec.conditionals:
             return self._conditional(spec, chain)
         if spec.dependencies:
@@ -206,8 +254,19 @@ class SchemaEmitter:
         branches = [(branch.without(slots=slots), branch_chain) for branch, branch_chain in merged]
         if unevaluated:
             return self._one_of_unevaluated(branches)
-        return _exactly_one([self._plain(self._dfa(self.spec_tree(branch, branch_chain)))
-                             for branch, branch_chain in branches])
+        operands = [self._kept_and_removed(branch, branch_chain) for branch, branch_chain in branches]
+        return _exactly_one([kept for kept, _ in operands], [removed for _, removed in operands])
+
+    def _kept_and_removed(self, spec: Spec, chain: tuple[str, ...]) -> tuple[ByteDFA | None, ByteDFA | None]:
+        """A product operand both kept and taken away (a oneOf branch): its automaton with
+        plain numbers and with every plain spelling, built once where they cannot differ."""
+        sensitive_before = self.spelling_sensitive
+        with self.numbers_spelled(EVERY_PLAIN):
+            removed = self._plain(self._dfa(self.spec_tree(spec, chain)))
+        if self.spelling == EVERY_PLAIN or self.spelling_sensitive == sensitive_before:
+            return removed, removed
+        with self.numbers_spelled(PLAIN):
+            return self._plain(self._dfa(self.spec_tree(spec, chain))), removed
 
     def _disjoint(self, a: Spec, b: Spec, chain: tuple[str, ...], depth: int = 2) -> bool:
         """Whether no value meets both records, judged from what surely holds (conservative):
@@ -242,10 +301,13 @@ class SchemaEmitter:
         """oneOf under unevaluated*: branch i with it, minus the other branches judged without it."""
         out = []
         for index, (branch, branch_chain) in enumerate(branches):
-            tree = self.spec_tree(branch, branch_chain)
+            with self.numbers_spelled(PLAIN):
+                tree = self.spec_tree(branch, branch_chain)
             for other, (spec, other_chain) in enumerate(branches):
                 if other != index and tree is not NOTHING:
-                    tree = self._minus(tree, self.spec_tree(_without_unevaluated(spec), other_chain))
+                    with self.numbers_spelled(EVERY_PLAIN):
+                        removed = self.spec_tree(_without_unevaluated(spec), other_chain)
+                    tree = self._minus(tree, removed)
             out.append(tree)
         return alt(*out)
 
@@ -255,8 +317,11 @@ class SchemaEmitter:
         slots = shared_slots(self.doc, base, [if_spec])
         base, if_spec = base.without(slots=slots), if_spec.without(slots=slots)
         then_tree = self._merged_tree(if_spec, loc.child("then"), if_chain) if "then" in loc.node else self.spec_tree(if_spec, if_chain)
-        else_tree = self._merged_tree(base, loc.child("else"), chain) if "else" in loc.node else self.spec_tree(base, chain)
-        return alt(then_tree, self._minus(else_tree, self.spec_tree(_without_unevaluated(if_spec), if_chain)))
+        with self.numbers_spelled(PLAIN):
+            else_tree = self._merged_tree(base, loc.child("else"), chain) if "else" in loc.node else self.spec_tree(base, chain)
+        with self.numbers_spelled(EVERY_PLAIN):
+            condition = self.spec_tree(_without_unevaluated(if_spec), if_chain)
+        return alt(then_tree, self._minus(else_tree, condition))
 
     def _dependency(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         """``key`` absent, or present together with what it requires (two disjoint cases)."""
@@ -322,15 +387,17 @@ class SchemaEmitter:
 
     def _number_tree(self, spec: Spec, integer: bool) -> RegexNode:
         low, high = spec.minimum, spec.maximum
+        spelling = self.spelling
         if integer:
-            tree = integer_tree(_int_low(low), _int_high(high))
+            self.spelling_sensitive += spelling == EVERY_PLAIN
+            tree = integer_tree(_int_low(low), _int_high(high), spelling)
         else:
             tree = number_tree(low[0] if low else None, high[0] if high else None,
-                               bool(low and low[1]), bool(high and high[1]))
+                               bool(low and low[1]), bool(high and high[1]), spelling)
         for step, loc in spec.multiples:
             if tree is NOTHING:
                 break
-            dfa = multiple_of_dfa(step, integer)
+            dfa = multiple_of_dfa(step, integer and spelling != EVERY_PLAIN)  # with zero fractions there
             if dfa is None:
                 self._unenforced(loc, "multipleOf", f"a step of {step} needs more than 4096 remainders")
                 continue
@@ -390,9 +457,7 @@ class SchemaEmitter:
             raise SchemaError("more than 6 patternProperties in one object are not supported",
                               (spec.key_rules[0].patterns[0][1].pointer or "#"))
         all_keys = any_string_dfa()
-        base_keys = all_keys
-        if listed:
-            base_keys = difference(all_keys, build_byte_dfa(alt(*(lit(encoded_string(n)) for n in sorted(listed)))))
+        base_keys = without_words(all_keys, [encoded_string(n).encode() for n in sorted(listed)]) if listed else all_keys
         if names_dfa is _NO_NAMES:
             return []
         if names_dfa is not None and base_keys is not None:
@@ -437,26 +502,32 @@ class SchemaEmitter:
                 self._unenforced(spec.unevaluated_items[0], "unevaluatedItems", "items evaluated by contains vary")
             else:
                 rest_locs = list(spec.unevaluated_items)  # items past every prefix are the unevaluated ones
-        slots = spec.slots.items or NO_SLOTS
-        if spec.contains:  # items are split by contains (intersect, subtract): one text per item value
-            slots = self._contains_slots(slots, spec.contains[0][0], chain)
-        prefix = [self.value_of(locs, chain, slots) for locs in spec.prefix_items]
-        rest = self.value_of(rest_locs, chain, slots)
-        contains = None
         if spec.contains:
             if len(spec.contains) > 1:
                 self._unenforced(spec.contains[1][0], "contains", "only one contains per array is supported")
-            loc, low, high = spec.contains[0]
-            contains = (self._plain(self._dfa(self.value_of([loc], chain, slots))), low, high)
-            prefix, rest = [self._plain_tree(item) for item in prefix], self._plain_tree(rest)
+            prefix, rest, contains = self._contained_items(spec, rest_locs, chain)
+        else:
+            slots = spec.slots.items or NO_SLOTS
+            prefix = [self.value_of(locs, chain, slots) for locs in spec.prefix_items]
+            rest, contains = self.value_of(rest_locs, chain, slots), None
         graph = _items_graph(prefix, rest, spec.min_items, spec.max_items, contains, self.layout)
         if graph is NOTHING:
             return NOTHING
         return seq(self.layout.opening("["), graph, self.layout.closing("]"))
 
-    def _contains_slots(self, fixed: Slots, contains: Loc, chain: tuple[str, ...]) -> Slots:
-        """Item slots that write ``contains``'s members in its order (items are split by it)."""
-        return shared_slots(self.doc, Spec(slots=fixed), [self._record([contains], chain, fixed)])
+    def _contained_items(self, spec: Spec, rest_locs: list[Loc], chain: tuple[str, ...]):
+        """Prefix items, rest items and the ``contains`` count (automaton, low, high): items
+        are split by ``contains`` (intersected, subtracted), so they are product operands,
+        written with ``contains``'s member order and number spellings."""
+        loc, low, high = spec.contains[0]
+        fixed = spec.slots.items or NO_SLOTS
+        slots = shared_slots(self.doc, Spec(slots=fixed), [self._record([loc], chain, fixed)])
+        with self.numbers_spelled(PLAIN):
+            prefix = [self._plain_tree(self.value_of(locs, chain, slots)) for locs in spec.prefix_items]
+            rest = self._plain_tree(self.value_of(rest_locs, chain, slots))
+        with self.numbers_spelled(EVERY_PLAIN):
+            contains = self._plain(self._dfa(self.value_of([loc], chain, slots)))
+        return prefix, rest, (contains, low, high)
 
     # -- enum / const -------------------------------------------------------------------
     def _enum_tree(self, spec: Spec) -> RegexNode:
@@ -503,10 +574,9 @@ class SchemaEmitter:
         if isinstance(value, list):
             items = [self._literal(v, slots.items or NO_SLOTS) for v in value]
             return seq(layout.opening("["), *_joined(items, layout.comma()), layout.closing("]"))
-        if isinstance(value, float) and value.is_integer():
-            return alt(lit(json.dumps(value)), lit(str(int(value))))
-        if isinstance(value, int) and not isinstance(value, bool):
-            return alt(lit(str(value)), lit(f"{value}.0"))
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            self.spelling_sensitive += self.spelling == EVERY_PLAIN
+            return number_literal(value, self.spelling)
         return lit(json.dumps(value))
 
     # -- helpers ------------------------------------------------------------------------
@@ -535,26 +605,26 @@ class SchemaEmitter:
 
 
 @lru_cache(maxsize=16)
-def any_value_dfa(mode: str, depth: int) -> ByteDFA:
-    """Any JSON value of nesting depth <= ``depth``, built level by level (each level embeds the last)."""
-    dfa = build_byte_dfa(_any_value_level(Layout(mode), None))
+def any_value_dfa(mode: str, depth: int, plain_numbers: bool = False) -> ByteDFA:
+    """Any JSON value of nesting depth <= ``depth``, built level by level (each level embeds
+    the last); numbers in plain spelling inside product operands (see numbers.py)."""
+    number = number_tree(None, None, False, False, PLAIN) if plain_numbers else NUMBER
+    dfa = build_byte_dfa(_any_value_level(Layout(mode), None, number))
     for _ in range(depth):
-        dfa = build_byte_dfa(_any_value_level(Layout(mode), Automaton(dfa)))
+        dfa = build_byte_dfa(_any_value_level(Layout(mode), Automaton(dfa), number))
     return dfa
 
 
 @lru_cache(maxsize=4)
 def any_value_callee(mode: str) -> ByteDFA:
     """Any JSON value, one level of brackets whose members are calls to itself (see :mod:`~constrain.automata.pushdown`)."""
-    return build_byte_dfa(_any_value_level(Layout(mode), Automaton(call_marker())))
+    return build_byte_dfa(_any_value_level(Layout(mode), Automaton(call_marker()), NUMBER))
 
 
-def _any_value_level(layout: Layout, inner: RegexNode | None) -> RegexNode:
+def _any_value_level(layout: Layout, inner: RegexNode | None, number: RegexNode) -> RegexNode:
     """Scalars, and (when ``inner`` is given) arrays and objects whose members are ``inner``."""
-    from .numbers import NUMBER
-
     string = seq(lit('"'), encode_chars(star(ANY_CHAR)), lit('"'))
-    scalars = alt(lit("null"), lit("true"), lit("false"), NUMBER, string)
+    scalars = alt(lit("null"), lit("true"), lit("false"), number, string)
     if inner is None:
         return scalars
     array = seq(layout.opening("["), _items_graph([], inner, 0, None, None, layout), layout.closing("]"))
@@ -790,20 +860,22 @@ def _joined(items: list[RegexNode], separator: RegexNode) -> list[RegexNode]:
     return out
 
 
-def _exactly_one(dfas: list[ByteDFA | None]) -> RegexNode:
-    """Texts in exactly one of the languages: each minus the union of the others (prefix/suffix unions)."""
-    live = [d for d in dfas if d is not None]
+def _exactly_one(kept: list[ByteDFA | None], removed: list[ByteDFA | None]) -> RegexNode:
+    """Texts in exactly one of the languages: each branch's ``kept`` language minus the
+    union of the others' ``removed`` ones (prefix/suffix unions)."""
+    live = [(k, r) for k, r in zip(kept, removed) if r is not None]
     out = []
     before: list[ByteDFA | None] = [None]
-    for dfa in live[:-1]:
+    for _, dfa in live[:-1]:
         before.append(dfa if before[-1] is None else union(before[-1], dfa))
     after: ByteDFA | None = None
     for index in range(len(live) - 1, -1, -1):
         others = _union_opt(before[index], after)
-        only = live[index] if others is None else difference(live[index], others)
+        mine, dfa = live[index]
+        only = mine if others is None or mine is None else difference(mine, others)
         if only is not None:
             out.append(Automaton(only))
-        after = live[index] if after is None else union(after, live[index])
+        after = dfa if after is None else union(after, dfa)
     return alt(*reversed(out))
 
 

@@ -5,6 +5,14 @@ Integers are written canonically (``0``, ``-?[1-9][0-9]*``: no leading zeros, no
 decimal digits, which an exponent would shift); unbounded numbers take the full
 JSON syntax.  Ranges are exact for any decimal bound: ``x >= 2.5`` is built digit
 by digit, not approximated.
+
+Inside the operands of a product (``oneOf``, ``not``, ``if``, ``contains``) numbers
+are *plain*: no exponent, no negative zero.  A value's plain texts (``2``, ``2.0``,
+``2.00``; ``2.5``, ``2.50``) are one set whatever schema writes the value, so a
+difference of two languages is a difference of two sets of values when the side
+taken away writes :data:`EVERY_PLAIN` text of each value it accepts (integers with
+zero fractions too) and the side kept writes :data:`PLAIN` texts only (ARCHITECTURE.md,
+"Number spellings").
 """
 
 from __future__ import annotations
@@ -18,18 +26,48 @@ from ...automata.dfa_ops import difference, dfa_from_table, intersect
 from ..regex import Automaton, RegexNode
 from .trees import DIGIT, NONZERO, NOTHING, alt, cls, lit, opt, plus, seq, star
 
-__all__ = ["integer_tree", "number_tree", "multiple_of_dfa", "INTEGER", "NUMBER"]
+__all__ = ["integer_tree", "number_tree", "number_literal", "multiple_of_dfa", "INTEGER", "NUMBER",
+           "JSON_SPELLING", "PLAIN", "EVERY_PLAIN"]
+
+# How numbers are spelled, from loosest to tightest (an emitter only ever raises it):
+JSON_SPELLING = 0  # as JSON writers print them: canonical integers, exponents allowed
+PLAIN = 1  # only plain texts (no exponent, no negative zero), as few as JSON_SPELLING's
+EVERY_PLAIN = 2  # every plain text of each value: 2.0 for an integer, 2.50 for 2.5
 
 _NATURAL = alt(lit("0"), seq(NONZERO, star(DIGIT)))
 _FRACTION = seq(lit("."), plus(DIGIT))
 _EXPONENT = seq(cls(("e", "e"), ("E", "E")), opt(cls(("+", "+"), ("-", "-"))), plus(DIGIT))
 INTEGER: RegexNode = seq(opt(lit("-")), _NATURAL)
 NUMBER: RegexNode = seq(opt(lit("-")), _NATURAL, opt(_FRACTION), opt(_EXPONENT))
+_ZERO_FRACTION = seq(lit("."), plus(lit("0")))
 _MAX_MODULUS = 4096  # multipleOf automata have one state per remainder
 
 
-def integer_tree(low: int | None, high: int | None) -> RegexNode:
-    """Canonical integers in ``[low, high]`` (None: unbounded)."""
+def integer_tree(low: int | None, high: int | None, spelling: int = JSON_SPELLING) -> RegexNode:
+    """Canonical integers in ``[low, high]`` (None: unbounded); with any number of zero
+    fraction digits too (``2.0``) where every plain spelling is wanted."""
+    canonical = _canonical_integers(low, high)
+    return seq(canonical, opt(_ZERO_FRACTION)) if spelling == EVERY_PLAIN else canonical
+
+
+def number_literal(value: int | float, spelling: int = JSON_SPELLING) -> RegexNode:
+    """The texts of one numeric enum/const value: ``json.dumps``'s, and for an integral
+    value the other of ``2`` and ``2.0`` (how JSON writers print ints and floats);
+    exponents written out where numbers are plain; trailing zeros where every plain
+    spelling is wanted."""
+    if spelling == JSON_SPELLING and isinstance(value, float) and not value.is_integer():
+        return lit(repr(value))
+    if spelling == JSON_SPELLING and isinstance(value, float):
+        return alt(lit(repr(value)), lit(str(int(value))))
+    exact = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    if exact == exact.to_integral_value():
+        whole = str(int(exact))
+        return seq(lit(whole), opt(_ZERO_FRACTION)) if spelling == EVERY_PLAIN else alt(lit(whole), lit(whole + ".0"))
+    text = format(exact.normalize(), "f")
+    return seq(lit(text), star(lit("0"))) if spelling == EVERY_PLAIN else lit(text)
+
+
+def _canonical_integers(low: int | None, high: int | None) -> RegexNode:
     if low is not None and high is not None and low > high:
         return NOTHING
     parts = []
@@ -43,9 +81,11 @@ def integer_tree(low: int | None, high: int | None) -> RegexNode:
     return alt(*parts)
 
 
-def number_tree(low: Decimal | None, high: Decimal | None, low_exclusive: bool, high_exclusive: bool) -> RegexNode:
-    """JSON numbers (no exponent) whose value lies in the interval; exact."""
-    if low is None and high is None:
+def number_tree(low: Decimal | None, high: Decimal | None, low_exclusive: bool, high_exclusive: bool,
+                spelling: int = JSON_SPELLING) -> RegexNode:
+    """JSON numbers (no exponent) whose value lies in the interval; exact.  Unbounded
+    numbers take the full syntax unless plain (no exponent, no negative zero)."""
+    if low is None and high is None and spelling == JSON_SPELLING:
         return NUMBER
     if low is not None and high is not None and (low > high or (low == high and (low_exclusive or high_exclusive))):
         return NOTHING
