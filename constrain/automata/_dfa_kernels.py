@@ -541,9 +541,18 @@ def pair_product(ta, tb, start_a, start_b, mode, max_states):  # pragma: no cove
     while done < count:
         sa = pair_a[done]
         sb = pair_b[done]
+        last_a = -2  # the previous byte's pair: runs of bytes (ranges) lead to one pair
+        last_b = -2
+        last_id = -1
         for byte in range(256):
             ra = ta[sa, byte]
             rb = tb[sb, byte]
+            if ra == last_a and rb == last_b:
+                trans[done, byte] = last_id
+                continue
+            last_a = ra
+            last_b = rb
+            last_id = -1
             dead = ra == sink_a and rb == sink_b
             if mode != _PRODUCT_OR and ra == sink_a:
                 dead = True
@@ -572,6 +581,7 @@ def pair_product(ta, tb, start_a, start_b, mode, max_states):  # pragma: no cove
                     capacity *= 2
                     table_keys, table_ids = _rehash_pairs(table_keys, table_ids, capacity)
                     slot = _pair_slot(table_keys, key, np.uint64(capacity - 1))
-            trans[done, byte] = table_ids[slot]
+            last_id = table_ids[slot]
+            trans[done, byte] = last_id
         done += 1
     return 0, trans[:count], pair_a[:count], pair_b[:count]
