@@ -28,7 +28,7 @@ from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import difference, intersect, union, without_words
 from ...automata.pushdown import call_marker, expand_calls, has_calls
 from ...errors import RegexError, SchemaError
-from ..regex import Automaton, Concat, Graph, RegexNode
+from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
 from .document import Loc, SchemaDocument
 from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
@@ -207,7 +207,7 @@ class SchemaEmitter:
             return self._enum_tree(spec)
         if spec.any_of:
             group, rest = spec.any_of[0], spec.without(any_of=spec.any_of[1:])
-            return alt(*(self._merged_tree(rest, group.child(i), chain) for i in range(len(group.node))))
+            return _merged_scalars(alt(*(self._merged_tree(rest, group.child(i), chain) for i in range(len(group.node)))))
         if spec.one_of:
             return self._one_of(spec, chain)
         if spec.nots:
@@ -849,6 +849,39 @@ def _items_graph(prefix, rest, min_items: int, max_items: int | None, contains, 
                 queue.append(nxt)
     return builder.graph(("at", 0, 0), lambda key: key[1] >= min_items and (max_items is None or key[1] <= max_items)
                          and key[2] >= low_c and (high_c is None or key[2] <= high_c))
+
+
+# Scalar alternatives up to this many automaton states are merged into one minimal DFA.
+MAX_MERGED_SCALAR_STATES = 4096
+
+
+def _merged_scalars(tree: RegexNode) -> RegexNode:
+    """An ``anyOf`` of scalar languages (no object or array, no call) as one minimal DFA.
+
+    Alternatives that overlap (a string with a pattern or format beside a free string,
+    ``date-time`` or ``date``) would otherwise determinise to pairs of states that
+    only minimisation merges back: inside such a string every state is a new one, so
+    each first visit walks the whole vocabulary instead of meeting a state that loops
+    (a mask in ~2 ms instead of ~0.3 ms for Llama-3).  Objects and arrays are left
+    to the final automaton: merging them at every level would rebuild them each time.
+    """
+    if not isinstance(tree, Alt) or not _is_scalar(tree):
+        return tree
+    dfa = build_byte_dfa(tree)
+    return Automaton(dfa) if dfa.num_states <= MAX_MERGED_SCALAR_STATES else tree
+
+
+def _is_scalar(tree: RegexNode) -> bool:
+    """Whether ``tree`` has no member graph (object, array) and no call (free-form value)."""
+    if isinstance(tree, Graph):
+        return False
+    if isinstance(tree, Automaton):
+        return not has_calls(tree.dfa) and tree.dfa.num_states <= MAX_MERGED_SCALAR_STATES
+    if isinstance(tree, (Alt, Concat)):
+        return all(_is_scalar(item) for item in tree.items)
+    if isinstance(tree, Repeat):
+        return _is_scalar(tree.item)
+    return True
 
 
 def _joined(items: list[RegexNode], separator: RegexNode) -> list[RegexNode]:
