@@ -867,7 +867,10 @@ def _merged_scalars(tree: RegexNode) -> RegexNode:
     """
     if not isinstance(tree, Alt) or not _is_scalar(tree):
         return tree
-    dfa = build_byte_dfa(tree)
+    try:
+        dfa = build_byte_dfa(tree)
+    except RegexError:  # no value (contradicting constraints) or too large: left to the whole's build
+        return tree
     return Automaton(dfa) if dfa.num_states <= MAX_MERGED_SCALAR_STATES else tree
 
 
