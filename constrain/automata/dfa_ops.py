@@ -78,13 +78,13 @@ def without_words(dfa: ByteDFA, words: list[bytes]) -> ByteDFA | None:
                 paired[child] = rows[paired[node]][byte]  # -1: the word left the language
     kept = [node for node in range(len(children)) if paired[node] >= 0]
     n, index = dfa.num_states, {node: dfa.num_states + k for k, node in enumerate(kept)}
-    trans = np.concatenate([dfa.trans, dfa.trans[[paired[node] for node in kept]]])
+    copied = [paired[node] for node in kept]
+    trans = np.concatenate([dfa.trans, dfa.trans[copied]])
     for node in kept:
         for byte, child in children[node].items():
             if child in index:
                 trans[index[node], byte] = index[child]
-    accepting = np.concatenate([dfa.accepting, dfa.accepting[[paired[node] for node in kept]]
-                                & ~np.array([ends[node] for node in kept])])
+    accepting = np.concatenate([dfa.accepting, dfa.accepting[copied] & ~np.array([ends[node] for node in kept])])
     pruned = _prune_dead(trans, np.where(accepting, 0, -1).astype(np.int32), (n,))
     if pruned is None:
         return None

@@ -217,9 +217,7 @@ class SchemaEmitter:
             base, negated = base.without(slots=slots), negated.without(slots=slots)
             with self.numbers_spelled(PLAIN):
                 kept = self.spec_tree(base, chain)
-            with self.numbers_spelled(EVERY_PLAIN):
-                removed = self.spec_tree(_without_unevaluated(negated), negated_chain)
-            return self._minus(kept, removed)
+            return self._minus(kept, self._condition_tree(negated, negated_chain))
         if spec.conditionals:
             return self._conditional(spec, chain)
         if spec.dependencies:
@@ -305,9 +303,7 @@ class SchemaEmitter:
                 tree = self.spec_tree(branch, branch_chain)
             for other, (spec, other_chain) in enumerate(branches):
                 if other != index and tree is not NOTHING:
-                    with self.numbers_spelled(EVERY_PLAIN):
-                        removed = self.spec_tree(_without_unevaluated(spec), other_chain)
-                    tree = self._minus(tree, removed)
+                    tree = self._minus(tree, self._condition_tree(spec, other_chain))
             out.append(tree)
         return alt(*out)
 
@@ -319,9 +315,13 @@ class SchemaEmitter:
         then_tree = self._merged_tree(if_spec, loc.child("then"), if_chain) if "then" in loc.node else self.spec_tree(if_spec, if_chain)
         with self.numbers_spelled(PLAIN):
             else_tree = self._merged_tree(base, loc.child("else"), chain) if "else" in loc.node else self.spec_tree(base, chain)
+        return alt(then_tree, self._minus(else_tree, self._condition_tree(if_spec, if_chain)))
+
+    def _condition_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
+        """The language taken away by ``not``, ``if`` or another ``oneOf`` branch: the record
+        as a condition (its unevaluated* belong to the parent), every plain number spelling."""
         with self.numbers_spelled(EVERY_PLAIN):
-            condition = self.spec_tree(_without_unevaluated(if_spec), if_chain)
-        return alt(then_tree, self._minus(else_tree, condition))
+            return self.spec_tree(_without_unevaluated(spec), chain)
 
     def _dependency(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         """``key`` absent, or present together with what it requires (two disjoint cases)."""
