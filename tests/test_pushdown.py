@@ -29,6 +29,9 @@ AMBIGUOUS = {"anyOf": [{"type": "object", "properties": {"a": {}}, "required": [
                        {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}},
                         "additionalProperties": False}]}
 ARRAY_OF_ANY = {"type": "array", "maxItems": 4}
+# Strings beside free-form values: a count, and a pattern no ordinary text can fail.
+STRINGS_WITH_EXTRAS = {"type": "object", "properties": {
+    "s": {"type": "string", "maxLength": 40}, "p": {"type": "string", "pattern": "x\\.dll"}, "m": {}}}
 
 
 def nested(depth: int, rng: random.Random):
@@ -110,6 +113,8 @@ WALKS = [
     (OBJECT_WITH_EXTRAS, b'{"id": 1, "meta": {"x": [[["', 3),
     (AMBIGUOUS, b'{"a": ', 4),
     (ARRAY_OF_ANY, b"[12", 5),
+    (STRINGS_WITH_EXTRAS, b'{"s": "abcdefghijklmnopqrstuvwxyz0123456', 6),
+    (STRINGS_WITH_EXTRAS, b'{"s": "", "p": "a', 7),
 ]
 
 

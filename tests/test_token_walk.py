@@ -23,8 +23,9 @@ from numba import njit
 
 from constrain import Compiler
 from constrain.automata.byte_dfa import regex_to_dfa
-from constrain.automata._kernels import HAS_HIGH, UTF8, UTF8_CLEAN, _chars_step, subtree_summaries
-from constrain.automata.token_trie import TokenTrie
+from constrain.automata._kernels import (HAS_HIGH, ORDINARY_UTF8, UTF8, UTF8_CLEAN, _chars_step, ordinary_run,
+                                         subtree_summaries)
+from constrain.automata.token_trie import ORDINARY_MAX_CHARS, OrdinaryTokens, TokenTrie, new_loop_memo
 
 TOKENIZERS = ["llama-3", "llama-2"]
 
@@ -41,6 +42,13 @@ PATTERNS = {
     "astral": r"[\u{1F300}-\u{1F5FF} a-z]*",
     "date": r"\d{4}-\d{2}-\d{2}",
     "contains_hex_run": r'"[^"\\]*[0-9a-f]{8}[^"\\]*",?',
+    # Ordinary tokens taken by length (OrdinaryTokens): counts past the longest
+    # run, a search that no ordinary text can fail ('.' refuses U+2028), and a
+    # count that ends where not every ordinary character steps alike.
+    "long_count": r'"[^"\\]{0,300}"',
+    "dot_search": r".*\.xsl",
+    "dot_pair": r"(.+)/(.+)",
+    "count_then_search": r'[^"\\]{5,30}x.*',
 }
 
 SCHEMAS = {
@@ -203,3 +211,58 @@ def test_chars_step(pattern, loops):
     """Every multi-byte character returns to the start state exactly for the patterns that allow them all."""
     dfa = regex_to_dfa(pattern)
     assert _chars_step(dfa.trans, dfa.start, dfa.start, UTF8) == loops
+
+
+def ordinary_length(data: bytes) -> int:
+    """Oracle: the characters of a token inside a JSON string when all are ordinary, else -1."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return -1
+    if not text or any(c in '"\\\u2028\u2029' or c < " " for c in text) or len(text) > ORDINARY_MAX_CHARS:
+        return -1
+    return len(text)
+
+
+def _assert_split_matches(split: OrdinaryTokens, token_bytes, ids) -> None:
+    lengths = {t: ordinary_length(token_bytes[t]) for t in ids}
+    assert sorted(split.rest.tok_ids.tolist()) == sorted(t for t, n in lengths.items() if n < 0)
+    assert split.longest == max(lengths.values())
+    for k in range(split.longest + 1):
+        bits = np.unpackbits(split.upto[k].view(np.uint8), bitorder="little")
+        want = sorted(t for t, n in lengths.items() if 0 <= n <= k)
+        assert np.flatnonzero(bits).tolist() == want, k
+        assert split.counts[k] == len(want), k
+
+
+def test_ordinary_tokens_split_by_hand():
+    tokens = [b"ab", b'a"', b"\\n", b"\xc3\xa9t\xc3\xa9", b"\xc3", b"x" * (ORDINARY_MAX_CHARS + 1), b"x" * ORDINARY_MAX_CHARS,
+              b"\xe2\x80\xa8", b"\xe2\x80\x99", b"\t", b"\x7f", b"a\xe2\x80", b"\xf0\x9f\x98\x80", b"\xed\xa0\x80", b" "]
+    trie = TokenTrie.from_token_bytes(tokens, range(len(tokens)))
+    _assert_split_matches(OrdinaryTokens.of(trie), tokens, range(len(tokens)))
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+def test_ordinary_tokens_split_of_real_vocabularies(infos, tokenizer):
+    info = infos(tokenizer)
+    engine = Compiler(info, cache_dir=False).compile_regex("a").engine
+    _assert_split_matches(engine.trie.ordinary, info.token_bytes, info.matchable_token_ids().tolist())
+
+
+@pytest.mark.parametrize("pattern,prefix,run", [
+    (r'"([^"\\\x00-\x1f]|\\["\\/bfnrt])*"', '"ab', ORDINARY_MAX_CHARS),  # a free string loops
+    (r'"[^"\\]{0,30}"', '"' + "a" * 10, 20),  # a count: exactly the room left
+    (r'"[^"\\]{0,30}"', '"' + "a" * 30, 0),
+    (r'"[^"\\]{0,300}"', '"', ORDINARY_MAX_CHARS),
+    (r".*\.xsl", "ab.x", ORDINARY_MAX_CHARS),  # a search no ordinary text can fail
+    (r"[a-z]*", "", -1),  # ordinary characters that die: walk every token
+    (r"[^\u00e9]*", "", -1),  # a multi-byte ordinary character that dies
+    (r".*[\u2028]", "", ORDINARY_MAX_CHARS),  # U+2029 dies here, but it is no ordinary character
+])
+def test_ordinary_run(pattern, prefix, run):
+    dfa = regex_to_dfa(pattern)
+    state = dfa.walk(dfa.start, prefix.encode())
+    words, step_bytes, _ = new_loop_memo(dfa.num_states)
+    none = np.empty(0, np.int32)
+    assert ordinary_run(dfa.trans, state, words, step_bytes, ORDINARY_UTF8, none, none.astype(bool),
+                        ORDINARY_MAX_CHARS) == run

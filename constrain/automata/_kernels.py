@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["build_trie", "subtree_summaries", "walk_dfa", "walk_pda", "PDA_MAX_CONFIGS", "UTF8", "HAS_HIGH", "UTF8_CLEAN"]
+__all__ = ["build_trie", "sub_trie", "subtree_summaries", "ordinary_chars", "ordinary_run", "walk_dfa", "walk_pda",
+           "PDA_MAX_CONFIGS", "UTF8", "HAS_HIGH", "UTF8_CLEAN"]
 
 
 @njit(cache=True, nogil=True)
@@ -86,6 +87,27 @@ def _utf8_table() -> np.ndarray:
 
 UTF8 = _utf8_table()
 
+
+def _ordinary_utf8_table() -> np.ndarray:
+    """:data:`UTF8` less U+2028 and U+2029 (E2 80 A8/A9), which are no ordinary characters.
+
+    ``.`` in a pattern excludes those two line terminators, so counting them as
+    ordinary would make every pattern with ``.`` fail :func:`_learn_closed`.
+    State 8: after E2 (two to go); 9: after E2 80 (one to go).
+    """
+    table = np.concatenate([_utf8_table(), np.full((2, 256), -1, np.int8)])
+    table[0, 0xE2] = 8
+    table[8, 0x80] = 9
+    table[8, 0x81:0xC0] = 1
+    table[9, 0x80:0xC0] = 0
+    table[9, 0xA8:0xAA] = -1
+    return table
+
+
+#: The UTF-8 decoder whose completed characters (state 0) are the candidates for
+#: ordinary characters (:func:`ordinary_chars`); see :func:`_ordinary_utf8_table`.
+ORDINARY_UTF8 = _ordinary_utf8_table()
+
 #: ``node_flags`` bits: the subtree below the node holds a byte >= 0x80 ...
 HAS_HIGH = 1
 #: ... and the node is at a character boundary and every path below it is valid UTF-8 so far.
@@ -140,6 +162,81 @@ def subtree_summaries(node_byte, node_depth, max_depth, utf8):
     return ascii_below, flags, height
 
 
+@njit(cache=True, nogil=True)
+def sub_trie(node_byte, node_depth, node_skip, node_tok_ptr, tok_ids, keep):
+    """The trie arrays of the tokens ``t`` with ``keep[t]``, cut from a whole trie (preorder kept).
+
+    A node stays when its subtree holds a kept token.  A subtree's tokens are the
+    contiguous slice ``tok_ids[node_tok_ptr[i]:node_tok_ptr[node_skip[i]]]``, so one
+    prefix count over ``tok_ids`` answers that per node, and the number of kept
+    nodes before an old index is the new index of the first kept node from there.
+    """
+    n = node_byte.shape[0]
+    kept_before = np.zeros(tok_ids.shape[0] + 1, np.int64)
+    for p in range(tok_ids.shape[0]):
+        kept_before[p + 1] = kept_before[p] + (1 if keep[tok_ids[p]] else 0)
+    stays = np.zeros(n, np.bool_)
+    nodes_before = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        stays[i] = kept_before[node_tok_ptr[node_skip[i]]] > kept_before[node_tok_ptr[i]]
+        nodes_before[i + 1] = nodes_before[i] + (1 if stays[i] else 0)
+    m = nodes_before[n]
+    out_byte = np.empty(m, np.uint8)
+    out_depth = np.empty(m, np.int32)
+    out_skip = np.empty(m, np.int32)
+    out_ptr = np.zeros(m + 1, np.int32)
+    out_ids = np.empty(kept_before[tok_ids.shape[0]], np.int32)
+    for i in range(n):
+        if not stays[i]:
+            continue
+        j = nodes_before[i]
+        out_byte[j] = node_byte[i]
+        out_depth[j] = node_depth[i]
+        out_skip[j] = nodes_before[node_skip[i]]
+        at = out_ptr[j]
+        for p in range(node_tok_ptr[i], node_tok_ptr[i + 1]):
+            if keep[tok_ids[p]]:
+                out_ids[at] = tok_ids[p]
+                at += 1
+        out_ptr[j + 1] = at
+    return out_byte, out_depth, out_skip, out_ptr, out_ids
+
+
+# Ordinary string characters: every character but '"', '\\' and the controls below
+# U+0020, which a JSON string must escape, and U+2028/U+2029 (:data:`ORDINARY_UTF8`).  Their ASCII bytes as two uint64 words
+# (bytes 0-63, 64-127), in the layout of ``step_bytes``.
+_ORDINARY_LOW = np.uint64(0xFFFFFFFB00000000)  # 0x20-0x3F without 0x22
+_ORDINARY_HIGH = np.uint64(0xFFFFFFFFEFFFFFFF)  # 0x40-0x7F without 0x5C
+
+
+@njit(cache=True, nogil=True)
+def ordinary_chars(node_byte, node_depth, node_tok_ptr, tok_ids, max_depth, utf8, num_ids):
+    """int32 ``[num_ids]``: per token, its number of characters when it is whole ordinary characters, else -1.
+
+    A token is *ordinary* when its bytes are complete UTF-8 characters, none of
+    them a quote, a backslash, a control character or U+2028/U+2029: inside a
+    JSON string such a token reads as that many characters and nothing else (see
+    :func:`ordinary_run`).  One preorder pass with a decoder state per depth
+    (``utf8`` is :data:`ORDINARY_UTF8`).
+    """
+    out = np.full(num_ids, -1, np.int32)
+    decoder = np.zeros(max_depth + 1, np.int8)  # -1: not ordinary so far
+    chars = np.zeros(max_depth + 1, np.int32)
+    for i in range(node_byte.shape[0]):
+        d = node_depth[i]
+        b = node_byte[i]
+        before = decoder[d - 1]
+        after = utf8[before, b] if before >= 0 else -1
+        if b < 0x80 and (b < 0x20 or b == 0x22 or b == 0x5C):
+            after = -1
+        decoder[d] = after
+        chars[d] = chars[d - 1] + (1 if after == 0 else 0)
+        if after == 0:
+            for p in range(node_tok_ptr[i], node_tok_ptr[i + 1]):
+                out[tok_ids[p]] = chars[d]
+    return out
+
+
 # What the walk learns per DFA state, in one int64 word (0: nothing yet) so that a
 # thread always reads a step together with the flags learnt for it: the step
 # (plus one) from bit 8 up, flags below.
@@ -147,6 +244,10 @@ _STEP_KNOWN = 1
 _CHARS_KNOWN = 2
 _CHARS_STEP = 4
 _ALIVE_KNOWN = 8
+_CLOSED_KNOWN = 16  # :func:`_learn_closed`
+_CLOSED = 32
+_ORDINARY_KNOWN = 64  # every ordinary multi-byte character lands on the step (:func:`ordinary_run`)
+_ORDINARY_STEP = 128
 # A state is wide when this many ASCII bytes are live in it (inside a string).
 _WIDE = 32
 _MAX_ALIVE_STATES = 256
@@ -208,7 +309,9 @@ def _learn_alive(trans, s, memo, alive_bytes):
     quote, an escape); again until nothing is dropped.  A string that must contain
     a pattern (``"pattern": "[0-9a-f]{64}"``, unanchored) counts hex runs in many
     states, which no single step covers: this set still holds all but ``"`` and
-    ``\\``.  Gives up (empty set) past 256 states.  The set is written before the flag.
+    ``\\``.  Gives up (empty set) past 256 states, in one round or over all of
+    them (a ``maxLength`` count shrinks the set by a byte or two per round, over
+    hundreds of states).  The set is written before the flag.
     """
     num_states = trans.shape[0]
     keep = np.zeros(128, np.bool_)
@@ -217,6 +320,7 @@ def _learn_alive(trans, s, memo, alive_bytes):
     seen = np.zeros(num_states, np.bool_)
     queue = np.empty(_MAX_ALIVE_STATES, np.int64)
     changed = True
+    budget = _MAX_ALIVE_STATES  # states visited over all rounds
     while changed:
         changed = False
         queue[0] = s
@@ -247,7 +351,8 @@ def _learn_alive(trans, s, memo, alive_bytes):
                         found += 1
         for k in range(found):
             seen[queue[k]] = False
-        if found >= _MAX_ALIVE_STATES:
+        budget -= found
+        if found >= _MAX_ALIVE_STATES or (changed and budget < 0):
             keep[:] = False
             break
     for b in range(128):
@@ -262,19 +367,32 @@ _MAX_CHAR_PAIRS = 64
 
 
 @njit(cache=True, nogil=True)
-def _chars_step(trans, s, target, utf8):
-    """True when every valid multi-byte UTF-8 character read from ``s`` stays alive and lands on ``target``.
+def _add_state(queue, found, t):
+    """Append ``t`` to ``queue[:found]`` unless there; returns the new size (-1: no room)."""
+    for k in range(found):
+        if queue[k] == t:
+            return found
+    if found == queue.shape[0]:
+        return -1
+    queue[found] = t
+    return found + 1
 
-    A search over (DFA state, decoder state) pairs: inside a character every valid
-    continuation byte must have a transition, and each completed character must
-    land on ``target``.  Gives up (False, which only costs speed) past 64 pairs.
+
+@njit(cache=True, nogil=True)
+def _char_ends(trans, s, utf8, ends, found):
+    """Add to ``ends[:found]`` where each valid multi-byte character read from ``s`` lands.
+
+    A search over (DFA state, decoder state) pairs: inside a character every
+    valid continuation byte must have a transition.  Returns the new size of
+    ``ends``, or -1 when a character dies or the pairs or ``ends`` run out of
+    room (past 64 pairs: callers then give up, which only costs speed).
     """
     pairs = np.empty((_MAX_CHAR_PAIRS, 2), np.int64)
     pairs[0, 0] = s
     pairs[0, 1] = 0
-    found = 1
+    num = 1
     done = 0
-    while done < found:
+    while done < num:
         q = pairs[done, 0]
         u = pairs[done, 1]
         done += 1
@@ -284,23 +402,32 @@ def _chars_step(trans, s, target, utf8):
                 continue
             nq = trans[q, b]
             if nq < 0:
-                return False
+                return -1
             if nu == 0:
-                if nq != target:
-                    return False
+                found = _add_state(ends, found, nq)
+                if found < 0:
+                    return -1
                 continue
             seen = False
-            for k in range(found):
+            for k in range(num):
                 if pairs[k, 0] == nq and pairs[k, 1] == nu:
                     seen = True
                     break
             if not seen:
-                if found == _MAX_CHAR_PAIRS:
-                    return False
-                pairs[found, 0] = nq
-                pairs[found, 1] = nu
-                found += 1
-    return True
+                if num == _MAX_CHAR_PAIRS:
+                    return -1
+                pairs[num, 0] = nq
+                pairs[num, 1] = nu
+                num += 1
+    return found
+
+
+@njit(cache=True, nogil=True)
+def _chars_step(trans, s, target, utf8):
+    """True when every valid multi-byte UTF-8 character read from ``s`` stays alive and lands on ``target``."""
+    ends = np.empty(1, np.int64)
+    ends[0] = target
+    return _char_ends(trans, s, utf8, ends, 1) == 1
 
 
 @njit(cache=True, nogil=True)
@@ -341,6 +468,109 @@ def _subtree_viable(trans, s, i, ascii_below, flags, height, memo, step_bytes, a
             word = _learn_alive(trans, s, memo, alive_bytes)
         take = ((ascii_below[i, 0] & ~alive_bytes[s, 0]) | (ascii_below[i, 1] & ~alive_bytes[s, 1])) == 0
     return take
+
+
+_MAX_CLOSED_STATES = 256
+
+
+@njit(cache=True, nogil=True)
+def _ordinary_targets(trans, q, utf8, queue, found):
+    """Add to ``queue`` where each ordinary character leads from ``q``; -1 when one dies (or no room)."""
+    for b in range(0x20, 0x80):
+        if b == 0x22 or b == 0x5C:
+            continue
+        t = trans[q, b]
+        if t < 0:
+            return -1
+        if found == 0 or queue[found - 1] != t:
+            found = _add_state(queue, found, t)
+            if found < 0:
+                return -1
+    return _char_ends(trans, q, utf8, queue, found)
+
+
+@njit(cache=True, nogil=True)
+def _learn_closed(trans, s, memo, utf8, call_ret, accepting):
+    """Record whether no text of ordinary characters can die from ``s`` (returns the new word).
+
+    True when every state such a text reaches has a move on every ordinary
+    character: a free string, a pattern searched for in it (``"x\\.dll"``
+    unanchored), ``^.*\\.xsl$``.  A state that calls or accepts (``call_ret``
+    non-empty) fails it.  Gives up (False, which only costs speed) past 256
+    states.  When true, it is true of every state reached, which are marked too.
+    """
+    guarded = call_ret.shape[0] > 0
+    queue = np.empty(_MAX_CLOSED_STATES, np.int64)
+    queue[0] = s
+    found = 1
+    done = 0
+    while done < found:
+        q = queue[done]
+        done += 1
+        if guarded and (call_ret[q] >= 0 or accepting[q]):
+            found = -1
+            break
+        found = _ordinary_targets(trans, q, utf8, queue, found)
+        if found < 0:
+            break
+    if found < 0:
+        memo[s] |= _CLOSED_KNOWN
+        return memo[s]
+    for k in range(found):
+        memo[queue[k]] |= _CLOSED_KNOWN | _CLOSED
+    return memo[s]
+
+
+@njit(cache=True, nogil=True)
+def ordinary_run(trans, s, memo, step_bytes, utf8, call_ret, accepting, longest):
+    """How many ordinary characters (:func:`ordinary_chars`) any text can read from ``s``, or -1.
+
+    ``utf8`` is :data:`ORDINARY_UTF8`.
+    Inside a JSON string every ordinary character often leads to one state: the
+    same one in a free string, the next count under ``maxLength``.  Following
+    that step from ``s`` while it holds gives a run of states.  When the run ends
+    at a state where no ordinary character is live (``maxLength`` reached), an
+    ordinary token is viable exactly when it has at most that many characters.
+    A run that loops (a free string), reaches ``longest`` (the most characters
+    of an ordinary token), or ends at a state from which no text of ordinary
+    characters can die (:func:`_learn_closed`: a pattern searched for) admits
+    them all: ``longest`` is returned.  -1 otherwise: the caller must walk every
+    token.  With ``call_ret`` non-empty (a pushdown walk), a state that calls or
+    accepts ends the answer too (-1): a value may end or start there, so a
+    character can be read in more than one way.
+    """
+    guarded = call_ret.shape[0] > 0
+    run = 0
+    c = s
+    while run < longest:
+        if guarded and (call_ret[c] >= 0 or accepting[c]):
+            return -1
+        word = memo[c]
+        if not word & _STEP_KNOWN:
+            word = _learn_step(trans, c, memo, step_bytes)
+        nxt = (word >> 8) - 1
+        if nxt >= 0 and (_ORDINARY_LOW & ~step_bytes[c, 0]) == 0 and (_ORDINARY_HIGH & ~step_bytes[c, 1]) == 0:
+            if not word & _ORDINARY_KNOWN:
+                word |= _ORDINARY_KNOWN | (_ORDINARY_STEP if _chars_step(trans, c, nxt, utf8) else 0)
+                memo[c] = word
+            if word & _ORDINARY_STEP:
+                run += 1
+                if nxt == c:
+                    return longest
+                c = nxt
+                continue
+        if not word & _CLOSED_KNOWN:
+            word = _learn_closed(trans, c, memo, utf8, call_ret, accepting)
+        if word & _CLOSED:
+            return longest
+        for b in range(0x20, 0x80):
+            if b != 0x22 and b != 0x5C and trans[c, b] >= 0:
+                return -1
+        for b in range(0xC2, 0xF5):
+            if trans[c, b] >= 0:
+                return -1
+        return run
+    return longest
 
 
 @njit(cache=True, nogil=True)

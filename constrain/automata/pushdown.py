@@ -265,18 +265,20 @@ class TokenPDA(EngineBase):
     def _walk(self, config: tuple) -> np.ndarray:
         from ._kernels import UTF8, walk_pda
 
+        pda = self.automaton
+        words = np.zeros(self.num_words, dtype=np.uint32)
         trie = self.trie
+        if trie.ordinary.take(pda.trans, config[-1], self._memo, words, (pda.call_ret, pda.accepting)) is not None:
+            trie = trie.ordinary.rest  # inside a string: the ordinary tokens are set, walk the rest
         ascii_below, flags, height = trie.summaries
         memo, step_bytes, alive_bytes = self._memo
-        words = np.zeros(self.num_words, dtype=np.uint32)
         frames = np.asarray(config[:-1], dtype=np.int32)
-        pda = self.automaton
         found = walk_pda(pda.trans, pda.call_ret, pda.accepting, pda.callee_start, frames, config[-1],
                          trie.node_byte, trie.node_depth, trie.node_skip, trie.node_tok_ptr, trie.tok_ids,
                          ascii_below, flags, height, trie.max_depth, memo, step_bytes, alive_bytes, UTF8, words)
         if found < 0:  # too ambiguous for the kernel's fixed configuration sets: decide each token here
             words[:] = 0
-            for token in trie.tok_ids.tolist():
+            for token in self.trie.tok_ids.tolist():
                 if self.advance_token((config,), token) is not None:
                     words[token >> 5] |= np.uint32(1 << (token & 31))
         return words
