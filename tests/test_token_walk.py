@@ -49,6 +49,7 @@ PATTERNS = {
     "dot_search": r".*\.xsl",
     "dot_pair": r"(.+)/(.+)",
     "count_then_search": r'[^"\\]{5,30}x.*',
+    "keys_beside_free_keys": r'\{("alpha": 1|"beta": 2|"[^"\\]*": 3)\}',
 }
 
 SCHEMAS = {
@@ -255,6 +256,8 @@ def test_ordinary_tokens_split_of_real_vocabularies(infos, tokenizer):
     (r'"[^"\\]{0,30}"', '"' + "a" * 30, 0),
     (r'"[^"\\]{0,300}"', '"', ORDINARY_MAX_CHARS),
     (r".*\.xsl", "ab.x", ORDINARY_MAX_CHARS),  # a search no ordinary text can fail
+    (r'\{("alpha": 1|"beta": 2|"[^"\\]*": 3)\}', '{"', ORDINARY_MAX_CHARS),  # a key beside free keys
+    (r'\{("alpha": 1|"beta": 2)\}', '{"', -1),  # listed keys only
     (r"[a-z]*", "", -1),  # ordinary characters that die: walk every token
     (r"[^\u00e9]*", "", -1),  # a multi-byte ordinary character that dies
     (r".*[\u2028]", "", ORDINARY_MAX_CHARS),  # U+2029 dies here, but it is no ordinary character

@@ -396,6 +396,8 @@ def _char_ends(trans, s, utf8, ends, found):
         q = pairs[done, 0]
         u = pairs[done, 1]
         done += 1
+        last_q = -1  # the previous byte's move: runs of bytes (all continuations) share one
+        last_u = -1
         for b in range(0x80 if u != 0 else 0xC2, 256):
             nu = utf8[u, b]
             if nu < 0:
@@ -403,6 +405,10 @@ def _char_ends(trans, s, utf8, ends, found):
             nq = trans[q, b]
             if nq < 0:
                 return -1
+            if nq == last_q and nu == last_u:
+                continue
+            last_q = nq
+            last_u = nu
             if nu == 0:
                 found = _add_state(ends, found, nq)
                 if found < 0:
@@ -431,7 +437,7 @@ def _chars_step(trans, s, target, utf8):
 
 
 @njit(cache=True, nogil=True)
-def _subtree_viable(trans, s, i, ascii_below, flags, height, memo, step_bytes, alive_bytes, utf8, want_next):
+def _subtree_viable(trans, s, i, ascii_below, flags, height, memo, step_bytes, alive_bytes, utf8, want_next, rest):
     """True when every token below trie node ``i`` (which has children) survives from DFA state ``s``.
 
     Follows ``s``'s steps for as many characters as the subtree is deep: every
@@ -439,7 +445,13 @@ def _subtree_viable(trans, s, i, ascii_below, flags, height, memo, step_bytes, a
     self-loop, a ``maxLength`` count).  Failing that, a pure-ASCII subtree is
     viable when its bytes cannot die from ``s`` at all (:func:`_learn_alive`).
     With ``want_next`` (callers that need each token's end state) only pure-ASCII
-    subtrees on a self-loop qualify: they all end in ``s``.
+    subtrees on a self-loop qualify: they all end in ``s``.  With ``rest`` (a walk
+    of :class:`~.token_trie.OrdinaryTokens`' rest) only subtrees on a self-loop
+    qualify, and alive bytes are not tested: its subtrees hold a quote, a
+    backslash or a control character, which neither test admits inside a
+    string.  The walks then ask only at their start state: learning steps along
+    each ``maxLength`` count (up to the rest's 128 levels) cost more than walking
+    the rest.  Long runs of spaces in a free string are what that still takes.
     """
     f = flags[i]
     take = not (want_next and f & HAS_HIGH) and (f & UTF8_CLEAN or not f & HAS_HIGH)
@@ -449,7 +461,7 @@ def _subtree_viable(trans, s, i, ascii_below, flags, height, memo, step_bytes, a
         if not word & _STEP_KNOWN:
             word = _learn_step(trans, c, memo, step_bytes)
         nxt = (word >> 8) - 1
-        if nxt < 0 or (want_next and nxt != c) \
+        if nxt < 0 or ((want_next or rest) and nxt != c) \
                 or (ascii_below[i, 0] & ~step_bytes[c, 0]) | (ascii_below[i, 1] & ~step_bytes[c, 1]):
             take = False
             break
@@ -462,7 +474,7 @@ def _subtree_viable(trans, s, i, ascii_below, flags, height, memo, step_bytes, a
         if nxt == c:
             break
         c = nxt
-    if not take and not want_next and not f & HAS_HIGH:
+    if not take and not want_next and not rest and not f & HAS_HIGH:
         word = memo[s]
         if not word & _ALIVE_KNOWN:
             word = _learn_alive(trans, s, memo, alive_bytes)
@@ -470,23 +482,21 @@ def _subtree_viable(trans, s, i, ascii_below, flags, height, memo, step_bytes, a
     return take
 
 
-_MAX_CLOSED_STATES = 256
+_MAX_CLOSED_STATES = 4096
 
 
 @njit(cache=True, nogil=True)
-def _ordinary_targets(trans, q, utf8, queue, found):
-    """Add to ``queue`` where each ordinary character leads from ``q``; -1 when one dies (or no room)."""
-    for b in range(0x20, 0x80):
-        if b == 0x22 or b == 0x5C:
-            continue
-        t = trans[q, b]
-        if t < 0:
-            return -1
-        if found == 0 or queue[found - 1] != t:
-            found = _add_state(queue, found, t)
-            if found < 0:
-                return -1
-    return _char_ends(trans, q, utf8, queue, found)
+def _visit_closed(t, memo, seen, queue, found):
+    """Queue ``t`` for :func:`_learn_closed` unless seen or known closed; -1 when it is known
+    not to be (or the queue is full)."""
+    word = memo[t]
+    if seen[t] or word & _CLOSED:
+        return found
+    if word & _CLOSED_KNOWN or found == queue.shape[0]:
+        return -1
+    seen[t] = True
+    queue[found] = t
+    return found + 1
 
 
 @njit(cache=True, nogil=True)
@@ -495,24 +505,38 @@ def _learn_closed(trans, s, memo, utf8, call_ret, accepting):
 
     True when every state such a text reaches has a move on every ordinary
     character: a free string, a pattern searched for in it (``"x\\.dll"``
-    unanchored), ``^.*\\.xsl$``.  A state that calls or accepts (``call_ret``
-    non-empty) fails it.  Gives up (False, which only costs speed) past 256
-    states.  When true, it is true of every state reached, which are marked too.
+    unanchored), ``^.*\\.xsl$``, an object's key beside free keys.  A state that
+    calls or accepts (``call_ret`` non-empty) fails it.  A search over the
+    states reached, which stops at states already known either way; gives up
+    (False, which only costs speed) past 4,096 of them.  When true, it is true
+    of every state reached, which are marked too.
     """
     guarded = call_ret.shape[0] > 0
     queue = np.empty(_MAX_CLOSED_STATES, np.int64)
+    seen = np.zeros(trans.shape[0], np.bool_)
+    ends = np.empty(_MAX_CHAR_PAIRS, np.int64)
     queue[0] = s
+    seen[s] = True
     found = 1
     done = 0
-    while done < found:
+    while 0 <= found and done < found:
         q = queue[done]
         done += 1
         if guarded and (call_ret[q] >= 0 or accepting[q]):
             found = -1
             break
-        found = _ordinary_targets(trans, q, utf8, queue, found)
-        if found < 0:
-            break
+        for b in range(0x20, 0x80):
+            t = trans[q, b]
+            if b == 0x22 or b == 0x5C or (t >= 0 and seen[t]):
+                continue
+            found = _visit_closed(t, memo, seen, queue, found) if t >= 0 else -1
+            if found < 0:
+                break
+        num_ends = _char_ends(trans, q, utf8, ends, 0) if found >= 0 else 0
+        if num_ends < 0:
+            found = -1
+        for k in range(num_ends):
+            found = _visit_closed(ends[k], memo, seen, queue, found) if found >= 0 else -1
     if found < 0:
         memo[s] |= _CLOSED_KNOWN
         return memo[s]
@@ -575,7 +599,7 @@ def ordinary_run(trans, s, memo, step_bytes, utf8, call_ret, accepting, longest)
 
 @njit(cache=True, nogil=True)
 def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr, tok_ids, ascii_below, flags,
-             height, max_depth, memo, step_bytes, alive_bytes, utf8, out_words, out_next):
+             height, max_depth, memo, step_bytes, alive_bytes, utf8, out_words, out_next, rest):
     """Walk the token trie from ``start_state`` of a byte DFA whose every state is live.
 
     A token is viable when walking its bytes never reaches -1.  For each viable
@@ -595,7 +619,8 @@ def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
     pure-ASCII subtree is taken when its bytes cannot die from ``s`` at all
     (:func:`_learn_alive`).  ``memo`` (int64 ``[states]``), ``step_bytes`` and
     ``alive_bytes`` (uint64 ``[states, 2]``), zeros at first, are the DFA's memo
-    (:func:`_learn_step`, :func:`_learn_chars`), which may be kept across calls.  Returns the number of viable tokens.
+    (:func:`_learn_step`, :func:`_learn_chars`), which may be kept across calls.  ``rest``: the trie is
+    :class:`~.token_trie.OrdinaryTokens`' rest (see :func:`_subtree_viable`).  Returns the number of viable tokens.
     """
     states = np.empty(max_depth + 1, np.int32)
     states[0] = start_state
@@ -610,8 +635,9 @@ def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
             i = node_skip[i]
             continue
         end = i + 1
-        if node_skip[i] > end and _subtree_viable(trans, s, i, ascii_below, flags, height, memo, step_bytes,
-                                                  alive_bytes, utf8, want_next):
+        if node_skip[i] > end and (not rest or s == start_state) and \
+                _subtree_viable(trans, s, i, ascii_below, flags, height, memo, step_bytes, alive_bytes, utf8,
+                                want_next, rest):
             end = node_skip[i]
         else:
             states[d] = s
@@ -688,7 +714,7 @@ def _pda_closure(level, call_ret, accepting, callee, frames, c_cur, c_pop, c_np,
 
 @njit(cache=True, nogil=True)
 def walk_pda(trans, call_ret, accepting, callee, frames, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
-             tok_ids, ascii_below, flags, height, max_depth, memo, step_bytes, alive_bytes, utf8, out_words):
+             tok_ids, ascii_below, flags, height, max_depth, memo, step_bytes, alive_bytes, utf8, out_words, rest):
     """Walk the token trie from one configuration of a DFA with calls (a pushdown automaton).
 
     ``trans`` holds byte moves only; ``call_ret[s] >= 0`` says that at ``s`` a value
@@ -701,7 +727,7 @@ def walk_pda(trans, call_ret, accepting, callee, frames, start_state, node_byte,
     its prefix can be in, closed under calls and returns, so ambiguity (a number
     that may go on or end, a value that is free-form in one branch and not in
     another) is followed exactly.  A subtree that one configuration's byte moves
-    take whole (:func:`_subtree_viable`) is set at once.  Returns the number of
+    take whole (:func:`_subtree_viable`, ``rest`` as there) is set at once.  Returns the number of
     viable tokens, or -1 when a depth needed more than :data:`PDA_MAX_CONFIGS`
     configurations (the caller must then decide each token another way).
     """
@@ -752,8 +778,10 @@ def walk_pda(trans, call_ret, accepting, callee, frames, start_state, node_byte,
         end = i + 1
         if node_skip[i] > end:
             for k in range(cnt[d]):
+                if rest and c_cur[d, k] != start_state:
+                    continue
                 if _subtree_viable(trans, c_cur[d, k], i, ascii_below, flags, height, memo, step_bytes,
-                                   alive_bytes, utf8, False):
+                                   alive_bytes, utf8, False, rest):
                     end = node_skip[i]
                     break
         for p in range(node_tok_ptr[i], node_tok_ptr[end]):

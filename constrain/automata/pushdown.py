@@ -271,11 +271,10 @@ class TokenPDA(EngineBase):
         if trie.ordinary.take(pda.trans, config[-1], self._memo, words, (pda.call_ret, pda.accepting)) is not None:
             trie = trie.ordinary.rest  # inside a string: the ordinary tokens are set, walk the rest
         ascii_below, flags, height = trie.summaries
-        memo, step_bytes, alive_bytes = self._memo
         frames = np.asarray(config[:-1], dtype=np.int32)
         found = walk_pda(pda.trans, pda.call_ret, pda.accepting, pda.callee_start, frames, config[-1],
                          trie.node_byte, trie.node_depth, trie.node_skip, trie.node_tok_ptr, trie.tok_ids,
-                         ascii_below, flags, height, trie.max_depth, memo, step_bytes, alive_bytes, UTF8, words)
+                         ascii_below, flags, height, trie.max_depth, *self._memo, UTF8, words, trie is not self.trie)
         if found < 0:  # too ambiguous for the kernel's fixed configuration sets: decide each token here
             words[:] = 0
             for token in self.trie.tok_ids.tolist():

@@ -101,7 +101,7 @@ class TokenTrie:
         ascii_below, flags, height = trie.summaries
         return count + int(walk_dfa(trans, state, trie.node_byte, trie.node_depth, trie.node_skip,
                                     trie.node_tok_ptr, trie.tok_ids, ascii_below, flags, height, trie.max_depth,
-                                    *memo, UTF8, out_words, out_next))
+                                    *memo, UTF8, out_words, out_next, trie is not self))
 
     @property
     def total_token_bytes(self) -> int:
