@@ -549,7 +549,6 @@ def _learn_closed(trans, s, memo, utf8, call_ret, accepting):
 def ordinary_run(trans, s, memo, step_bytes, utf8, call_ret, accepting, longest):
     """How many ordinary characters (:func:`ordinary_chars`) any text can read from ``s``, or -1.
 
-    ``utf8`` is :data:`ORDINARY_UTF8`.
     Inside a JSON string every ordinary character often leads to one state: the
     same one in a free string, the next count under ``maxLength``.  Following
     that step from ``s`` while it holds gives a run of states.  When the run ends
@@ -561,7 +560,7 @@ def ordinary_run(trans, s, memo, step_bytes, utf8, call_ret, accepting, longest)
     them all: ``longest`` is returned.  -1 otherwise: the caller must walk every
     token.  With ``call_ret`` non-empty (a pushdown walk), a state that calls or
     accepts ends the answer too (-1): a value may end or start there, so a
-    character can be read in more than one way.
+    character can be read in more than one way.  ``utf8`` is :data:`ORDINARY_UTF8`.
     """
     guarded = call_ret.shape[0] > 0
     run = 0

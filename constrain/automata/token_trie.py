@@ -145,14 +145,15 @@ ORDINARY_MAX_CHARS = 24
 class OrdinaryTokens:
     """A vocabulary split in two for states inside a string.
 
-    Most tokens (93k of Llama-3's 128k) are *ordinary*: whole characters, none
-    a quote, a backslash or a control character (:func:`~._kernels.ordinary_chars`).
+    Most tokens (121,600 of Llama-3's 128,000) are *ordinary*: whole characters,
+    none a quote, a backslash, a control character or U+2028/U+2029, and at most
+    :data:`ORDINARY_MAX_CHARS` of them (:func:`~._kernels.ordinary_chars`).
     Inside a JSON string each such character takes one step, so an ordinary
     token is viable exactly when the string has room for its number of
     characters (:func:`~._kernels.ordinary_run`): a free string has room for
     all, a ``maxLength`` count for the shortest few.  Those tokens are taken by
     OR-ing one precomputed row, and only the :attr:`rest` trie (quotes, escapes,
-    partial UTF-8: about 5 %) is walked.  A trie walk cannot take them whole
+    partial UTF-8: 5 %) is walked.  A trie walk cannot take them whole
     itself, because a token with a quote lies below nearly every trie node.
     """
 
