@@ -203,10 +203,12 @@ def sub_trie(node_byte, node_depth, node_skip, node_tok_ptr, tok_ids, keep):
 
 
 # Ordinary string characters: every character but '"', '\\' and the controls below
-# U+0020, which a JSON string must escape, and U+2028/U+2029 (:data:`ORDINARY_UTF8`).  Their ASCII bytes as two uint64 words
-# (bytes 0-63, 64-127), in the layout of ``step_bytes``.
-_ORDINARY_LOW = np.uint64(0xFFFFFFFB00000000)  # 0x20-0x3F without 0x22
-_ORDINARY_HIGH = np.uint64(0xFFFFFFFFEFFFFFFF)  # 0x40-0x7F without 0x5C
+# U+0020, which a JSON string must escape, and U+2028/U+2029 (:data:`ORDINARY_UTF8`).
+# Their ASCII bytes as a table, and as two uint64 words (bytes 0-63, 64-127) in the
+# layout of ``step_bytes``.
+_ORDINARY_ASCII = np.array([0x20 <= b and b not in (0x22, 0x5C) for b in range(128)])
+_ORDINARY_LOW = np.uint64(sum(1 << b for b in range(64) if _ORDINARY_ASCII[b]))
+_ORDINARY_HIGH = np.uint64(sum(1 << (b - 64) for b in range(64, 128) if _ORDINARY_ASCII[b]))
 
 
 @njit(cache=True, nogil=True)
@@ -226,9 +228,7 @@ def ordinary_chars(node_byte, node_depth, node_tok_ptr, tok_ids, max_depth, utf8
         d = node_depth[i]
         b = node_byte[i]
         before = decoder[d - 1]
-        after = utf8[before, b] if before >= 0 else -1
-        if b < 0x80 and (b < 0x20 or b == 0x22 or b == 0x5C):
-            after = -1
+        after = utf8[before, b] if before >= 0 and (b >= 0x80 or _ORDINARY_ASCII[b]) else -1
         decoder[d] = after
         chars[d] = chars[d - 1] + (1 if after == 0 else 0)
         if after == 0:
@@ -309,9 +309,7 @@ def _learn_alive(trans, s, memo, alive_bytes):
     quote, an escape); again until nothing is dropped.  A string that must contain
     a pattern (``"pattern": "[0-9a-f]{64}"``, unanchored) counts hex runs in many
     states, which no single step covers: this set still holds all but ``"`` and
-    ``\\``.  Gives up (empty set) past 256 states, in one round or over all of
-    them (a ``maxLength`` count shrinks the set by a byte or two per round, over
-    hundreds of states).  The set is written before the flag.
+    ``\\``.  Gives up (empty set) past 256 states.  The set is written before the flag.
     """
     num_states = trans.shape[0]
     keep = np.zeros(128, np.bool_)
@@ -320,7 +318,6 @@ def _learn_alive(trans, s, memo, alive_bytes):
     seen = np.zeros(num_states, np.bool_)
     queue = np.empty(_MAX_ALIVE_STATES, np.int64)
     changed = True
-    budget = _MAX_ALIVE_STATES  # states visited over all rounds
     while changed:
         changed = False
         queue[0] = s
@@ -351,8 +348,7 @@ def _learn_alive(trans, s, memo, alive_bytes):
                         found += 1
         for k in range(found):
             seen[queue[k]] = False
-        budget -= found
-        if found >= _MAX_ALIVE_STATES or (changed and budget < 0):
+        if found >= _MAX_ALIVE_STATES:
             keep[:] = False
             break
     for b in range(128):
@@ -526,12 +522,11 @@ def _learn_closed(trans, s, memo, utf8, call_ret, accepting):
             found = -1
             break
         for b in range(0x20, 0x80):
-            t = trans[q, b]
-            if b == 0x22 or b == 0x5C or (t >= 0 and seen[t]):
-                continue
-            found = _visit_closed(t, memo, seen, queue, found) if t >= 0 else -1
-            if found < 0:
-                break
+            if _ORDINARY_ASCII[b]:
+                t = trans[q, b]
+                found = _visit_closed(t, memo, seen, queue, found) if t >= 0 else -1
+                if found < 0:
+                    break
         num_ends = _char_ends(trans, q, utf8, ends, 0) if found >= 0 else 0
         if num_ends < 0:
             found = -1
@@ -587,7 +582,7 @@ def ordinary_run(trans, s, memo, step_bytes, utf8, call_ret, accepting, longest)
         if word & _CLOSED:
             return longest
         for b in range(0x20, 0x80):
-            if b != 0x22 and b != 0x5C and trans[c, b] >= 0:
+            if _ORDINARY_ASCII[b] and trans[c, b] >= 0:
                 return -1
         for b in range(0xC2, 0xF5):
             if trans[c, b] >= 0:
