@@ -24,7 +24,7 @@ _HASH_SEED = np.uint64(0xCBF29CE484222325)
 _HASH_PRIME = np.uint64(0x100000001B3)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _hash_members(members):  # pragma: no cover - compiled
     """64-bit FNV-style hash of a sorted int32 member array."""
     h = _HASH_SEED
@@ -55,7 +55,7 @@ def _visit(state, stamp, generation, out, size, stack, top):  # pragma: no cover
     return size + 1, top + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _closure(seeds, num_seeds, eps_ptr, eps_dst, stamp, generation, stack, out):  # pragma: no cover
     """Epsilon closure of ``seeds[:num_seeds]`` into ``out`` (unsorted); returns its size.
 
@@ -74,7 +74,7 @@ def _closure(seeds, num_seeds, eps_ptr, eps_dst, stamp, generation, stack, out):
     return size
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _find_or_add(members, set_ptr, set_buf, set_hash, table):  # pragma: no cover
     """The id of the set ``members`` (sorted), or ``-1 - slot`` when it is new (``slot``: where it goes)."""
     h = _hash_members(members)
@@ -110,6 +110,23 @@ def _rehash(set_hash, num_sets, capacity):  # pragma: no cover - compiled
     return table
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _sort_prefix(values, size):  # pragma: no cover - compiled
+    """``values[:size]`` sorted in place (insertion sort) and returned as a view.
+
+    Closures and a row's interval points are a handful of items: ``np.sort`` would
+    allocate a copy for each, which cost more than the whole row's other work.
+    """
+    for i in range(1, size):
+        item = values[i]
+        j = i - 1
+        while j >= 0 and values[j] > item:
+            values[j + 1] = values[j]
+            j -= 1
+        values[j + 1] = item
+    return values[:size]
+
+
 @njit(cache=True, nogil=True)
 def subset_construction(eps_ptr, eps_dst, edge_ptr, edge_lo, edge_hi, edge_dst, rank, starts, max_states):
     """Determinise a byte-range NFA given in CSR form; ``(trans, labels, start_ids, status)``.
@@ -131,7 +148,7 @@ def subset_construction(eps_ptr, eps_dst, edge_ptr, edge_lo, edge_hi, edge_dst, 
     stamp = np.zeros(n, np.int64)
     stack = np.empty(n, np.int32)
     scratch = np.empty(n, np.int32)
-    capacity = 64
+    capacity = max(64, min(4096, n))  # growing the 256-wide rows costs more than this guess
     set_ptr = np.zeros(capacity + 1, np.int64)
     set_hash = np.zeros(capacity, np.uint64)
     set_buf = np.empty(1024, np.int32)
@@ -144,7 +161,7 @@ def subset_construction(eps_ptr, eps_dst, edge_ptr, edge_lo, edge_hi, edge_dst, 
     for k in range(starts.shape[0]):
         generation += 1
         size = _closure(starts[k : k + 1], 1, eps_ptr, eps_dst, stamp, generation, stack, scratch)
-        members = np.sort(scratch[:size])
+        members = _sort_prefix(scratch, size)
         found = _find_or_add(members, set_ptr, set_buf, set_hash, table)
         if found < 0:
             num_sets, set_ptr, set_buf, set_hash, labels, trans, table = _add_set(
@@ -157,42 +174,40 @@ def subset_construction(eps_ptr, eps_dst, edge_ptr, edge_lo, edge_hi, edge_dst, 
     interval_of = np.empty(257, np.int32)
     counts = np.zeros(258, np.int64)
     targets = np.empty(64, np.int32)
+    fill = np.empty(258, np.int64)
     row = 0
     while row < num_sets:
         base, stop = set_ptr[row], set_ptr[row + 1]
-        num_edges = 0
+        # The row's interval boundaries: each edge's first byte and the byte after its last.
+        num_points = 0
         for k in range(base, stop):
             s = set_buf[k]
             for e in range(edge_ptr[s], edge_ptr[s + 1]):
-                is_point[edge_lo[e]] = True
-                is_point[edge_hi[e] + 1] = True
-                num_edges += 1
-        if num_edges == 0:
+                num_points = _add_point(np.int64(edge_lo[e]), is_point, points, num_points)
+                num_points = _add_point(np.int64(edge_hi[e]) + 1, is_point, points, num_points)
+        if num_points == 0:
             row += 1
             continue
-        num_points = 0
-        for b in range(257):
-            if is_point[b]:
-                is_point[b] = False
-                points[num_points] = b
-                num_points += 1
-            interval_of[b] = num_points - 1
+        _sort_prefix(points, num_points)
+        for i in range(num_points):  # only boundaries are ever looked up
+            is_point[points[i]] = False
+            interval_of[points[i]] = i
         num_intervals = num_points - 1
         # Targets of each interval, grouped by interval (counting sort).
         counts[: num_intervals + 1] = 0
         for k in range(base, stop):
             s = set_buf[k]
             for e in range(edge_ptr[s], edge_ptr[s + 1]):
-                for iv in range(interval_of[edge_lo[e]], interval_of[edge_hi[e]] + 1):
+                for iv in range(interval_of[edge_lo[e]], interval_of[edge_hi[e] + 1]):
                     counts[iv + 1] += 1
         for iv in range(num_intervals):
             counts[iv + 1] += counts[iv]
         targets = _grow_1d(targets, counts[num_intervals])
-        fill = counts[:num_intervals].copy()
+        fill[:num_intervals] = counts[:num_intervals]
         for k in range(base, stop):
             s = set_buf[k]
             for e in range(edge_ptr[s], edge_ptr[s + 1]):
-                for iv in range(interval_of[edge_lo[e]], interval_of[edge_hi[e]] + 1):
+                for iv in range(interval_of[edge_lo[e]], interval_of[edge_hi[e] + 1]):
                     targets[fill[iv]] = edge_dst[e]
                     fill[iv] += 1
         for iv in range(num_intervals):
@@ -201,7 +216,7 @@ def subset_construction(eps_ptr, eps_dst, edge_ptr, edge_lo, edge_hi, edge_dst, 
                 continue
             generation += 1
             size = _closure(targets[lo:hi], hi - lo, eps_ptr, eps_dst, stamp, generation, stack, scratch)
-            members = np.sort(scratch[:size])
+            members = _sort_prefix(scratch, size)
             found = _find_or_add(members, set_ptr, set_buf, set_hash, table)
             if found < 0:
                 if num_sets >= max_states:
@@ -214,7 +229,17 @@ def subset_construction(eps_ptr, eps_dst, edge_ptr, edge_lo, edge_hi, edge_dst, 
     return trans[:num_sets], labels[:num_sets], start_ids, 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _add_point(byte, is_point, points, num_points):  # pragma: no cover - compiled
+    """Record ``byte`` as an interval boundary of the row (once); returns the new count."""
+    if not is_point[byte]:
+        is_point[byte] = True
+        points[num_points] = byte
+        num_points += 1
+    return num_points
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _add_set(members, found, rank, num_sets, set_ptr, set_buf, set_hash, labels, trans, table):  # pragma: no cover
     """Store ``members`` as DFA state ``num_sets`` (``found``: :func:`_find_or_add`'s miss code).
 
