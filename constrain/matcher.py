@@ -154,34 +154,48 @@ class Matcher:
         one same-dtype row copy (about a microsecond for a 128k vocabulary).
         """
         cached = _last_views
-        rows = cached[2] if cached[0] is bitmask and cached[1] == _view_key(bitmask) else _row_views(bitmask)
-        words = self.next_token_mask_words()
+        if (cached[0] is bitmask and cached[1] == bitmask.data_ptr() and cached[2] == bitmask.shape
+                and cached[3] is bitmask.dtype):
+            rows = cached[4]
+        else:
+            rows = _row_views(bitmask)
+        if self._terminated_at is None:
+            words = self._engine.mask_words(self._states[-1])
+        else:
+            words = self._engine.eos_words()
         if not 0 <= row < len(rows):
             raise BitmaskError(f"Invalid bitmask row: expected 0 <= row < {len(rows)}, got {row}")
         target = rows[row]
-        n = words.shape[0]
-        width = target.shape[0]
-        if width == n:
+        if target.shape[0] == words.shape[0]:
             target[...] = words
-        elif width > n:
+        else:
+            self._fill_other_width(target, words)
+        return True
+
+    def _fill_other_width(self, target: np.ndarray, words: np.ndarray) -> None:
+        """Copy ``words`` into a row wider (padded logits: the rest cleared) or narrower than it."""
+        n, width = words.shape[0], target.shape[0]
+        if width > n:
             target[:n] = words
             target[n:] = 0
-        else:
-            if words[width:].any():
-                raise BitmaskError(
-                    f"Invalid bitmask width: expected at least {n} words for vocab_size "
-                    f"{self.compiled.tokenizer_info.vocab_size}, got {width}"
-                )
-            target[...] = words[:width]
-        return True
+            return
+        if words[width:].any():
+            raise BitmaskError(
+                f"Invalid bitmask width: expected at least {n} words for vocab_size "
+                f"{self.compiled.tokenizer_info.vocab_size}, got {width}"
+            )
+        target[...] = words[:width]
 
 
 # The row views of the last tensor filled, keyed by what they were made from:
 # decoding loops pass the same bitmask every step, and ``Tensor.numpy()`` plus its
-# checks cost several times the row copy.  One tuple, replaced whole, so that
-# threads always read a consistent entry.  It keeps that one tensor alive until
-# another tensor is filled.
-_last_views: tuple = (None, None, ())
+# checks cost several times the row copy.  One tuple ``(tensor, data pointer, shape,
+# dtype, rows)``, replaced whole, so that threads always read a consistent entry.
+# It keeps that one tensor alive until another tensor is filled.  Strides are not
+# compared (a tenth of a microsecond): the same object with the same memory, shape
+# and dtype has other strides only after in-place surgery such as ``as_strided_``,
+# and the rows still write inside the memory they view.
+_last_views: tuple = (None, None, None, None, ())
 
 
 def _row_views(bitmask) -> "Sequence[np.ndarray]":
@@ -196,13 +210,8 @@ def _row_views(bitmask) -> "Sequence[np.ndarray]":
     if isinstance(bitmask, np.ndarray):
         return array
     rows = tuple(array)
-    _last_views = (bitmask, _view_key(bitmask), rows)
+    _last_views = (bitmask, bitmask.data_ptr(), bitmask.shape, bitmask.dtype, rows)
     return rows
-
-
-def _view_key(tensor) -> tuple:
-    """What a tensor's row views depend on: memory, shape, strides and dtype."""
-    return tensor.data_ptr(), tensor.shape, tensor.stride(), tensor.dtype
 
 
 def _as_numpy_rows(bitmask) -> np.ndarray:
