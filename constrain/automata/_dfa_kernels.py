@@ -34,7 +34,7 @@ def _hash_members(members):  # pragma: no cover - compiled
     return h
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _grow_1d(array, needed):  # pragma: no cover - compiled
     """``array`` itself when it holds ``needed`` items, else a copy at least twice as long."""
     if needed <= array.shape[0]:
@@ -282,26 +282,37 @@ def live_states(trans, accepting):
     it small (rows are mostly a few byte ranges).
     """
     n = trans.shape[0]
-    counts = np.zeros(n + 1, np.int64)
+    # One scan of the table: an edge per run of equal targets, then grouped by target.
+    src = np.empty(4 * n + 16, np.int32)
+    dst = np.empty(4 * n + 16, np.int32)
+    row_targets = np.empty(256, np.int32)
+    num_edges = 0
     for s in range(n):
+        k = 0
         prev = -1
         for b in range(256):
             t = trans[s, b]
             if t >= 0 and t != prev:
-                counts[t + 1] += 1
+                row_targets[k] = t
+                k += 1
             prev = t
+        if num_edges + k > src.shape[0]:
+            src = _grow_1d(src, num_edges + k)
+            dst = _grow_1d(dst, num_edges + k)
+        for j in range(k):
+            src[num_edges + j] = s
+            dst[num_edges + j] = row_targets[j]
+        num_edges += k
+    counts = np.zeros(n + 1, np.int64)
+    for e in range(num_edges):
+        counts[dst[e] + 1] += 1
     for s in range(n):
         counts[s + 1] += counts[s]
-    preds = np.empty(counts[n], np.int32)
+    preds = np.empty(num_edges, np.int32)
     fill = counts[:n].copy()
-    for s in range(n):
-        prev = -1
-        for b in range(256):
-            t = trans[s, b]
-            if t >= 0 and t != prev:
-                preds[fill[t]] = s
-                fill[t] += 1
-            prev = t
+    for e in range(num_edges):
+        preds[fill[dst[e]]] = src[e]
+        fill[dst[e]] += 1
     live = accepting.copy()
     stack = np.empty(n, np.int32)
     top = 0

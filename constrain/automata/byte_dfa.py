@@ -245,13 +245,22 @@ class _NFA:
             self.add_edge(start, lo, hi, target)
 
     def build_concat(self, items, start: int, end: int) -> None:
+        """Chain ``items`` through fresh states; ASCII characters (literals: most of a
+        schema's keys) are wired here directly, the commonest node by far."""
         if not items:
             self.add_eps(start, end)
             return
+        last = len(items) - 1
+        base = self.new_states(last) if last else 0
+        edges = self.edges
         current = start
         for k, item in enumerate(items):
-            nxt = end if k == len(items) - 1 else self.new_state()
-            self.build(item, current, nxt)
+            nxt = end if k == last else base + k
+            if type(item) is CharSet and item.ranges and item.ranges[-1][1] < 0x80:
+                for lo, hi in item.ranges:
+                    edges += (current, lo, hi, nxt)
+            else:
+                self.build(item, current, nxt)
             current = nxt
 
     def build_repeat(self, node: Repeat, start: int, end: int) -> None:
