@@ -633,7 +633,8 @@ class _InstanceWriter:
     ``json.dumps(..., ensure_ascii=False)`` with every object's keys in schema order
     (the ``properties`` orders of the ``$ref`` target, the ``allOf`` branches and the
     schema itself, in the order the schema writes them (``absorption_order``), merged
-    by ``merge_orders``, then other ``required`` names sorted, then the rest as given).
+    by ``merge_orders``, then other ``required`` names in order of first mention, then the
+    rest as given).
     Raises :class:`Unserialisable` where the documented language has no text for the value."""
 
     def __init__(self, schema, max_recursion: int, max_any_depth: int | None) -> None:
@@ -734,12 +735,12 @@ class _InstanceWriter:
         from .grammar.json_schema.spec import merge_orders
 
         order: list[str] = []
-        required: set[str] = set()
+        required: dict[str, None] = {}  # in order of first mention
         for view in views:  # each further listed order merged in, as allOf/$ref siblings are
             listed = list(view.get("properties") or {})
             order = merge_orders([order, listed])
-            required.update(view.get("required") or ())
-        order += sorted(required - set(order))
+            required.update(dict.fromkeys(n for n in view.get("required") or () if isinstance(n, str)))
+        order += [name for name in required if name not in set(order)]
         out = {}
         for key in [k for k in order if k in value] + [k for k in value if k not in order]:
             children = []

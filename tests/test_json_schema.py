@@ -72,9 +72,10 @@ def key_order(schema) -> list[str]:
     """The documented member order: the ``properties`` orders met walking the schema (its
     ``allOf`` branches and own members in the order written) and its combinator branches,
     merged one after the other (``merge_orders``: each listed order is
-    kept where the lists agree), then ``required`` names not among them, sorted."""
+    kept where the lists agree), then ``required`` names not among them, in order of
+    first mention."""
     props: list[str] = []
-    required: set[str] = set()
+    required: dict[str, None] = {}
 
     def walk(node):
         nonlocal props
@@ -87,7 +88,7 @@ def key_order(schema) -> list[str]:
             elif part == "own":
                 listed = list(node.get("properties", {}))
                 props = merge_orders([props, listed])
-                required.update(node.get("required", []))
+                required.update(dict.fromkeys(node.get("required", [])))
         for key in ("anyOf", "oneOf"):
             for branch in node.get(key, []):
                 walk(branch)
@@ -97,7 +98,7 @@ def key_order(schema) -> list[str]:
             walk(branch)
 
     walk(schema)
-    return props + sorted(required - set(props))
+    return props + [name for name in required if name not in props]
 
 
 def documented_text(schema, value) -> str:
@@ -359,6 +360,39 @@ def test_ref_members_come_before_sibling_properties_that_extend_them():
     assert is_valid(schema, value)
     assert dfa_for(schema).matches(json.dumps(value).encode())
     assert json_schema_instance_text(value, schema) == json.dumps(value)
+
+
+def test_names_only_required_lists_keep_its_order():
+    """Names without a ``properties`` entry are written as ``required`` lists them, the
+    author's order, not sorted (JSONSchemaBench's Github_easy o11794 and o57603)."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["zeta", "alpha", "name"]}
+    value = {"name": "x", "zeta": 1, "alpha": [2]}
+    assert dfa_for(schema).matches(json.dumps(value).encode())
+    assert not dfa_for(schema).matches(json.dumps({"name": "x", "alpha": [2], "zeta": 1}).encode())
+    assert json_schema_instance_text(value, schema) == json.dumps(value)
+
+
+def _state(name: str, **more) -> dict:
+    return {"properties": {**more, "state": {"const": name}}, "required": ["state"]}
+
+
+def test_branch_members_stand_where_their_combinator_does():
+    """``allOf: [{oneOf: [...]}, {properties: ...}]``: instances write the chosen branch's
+    members first, as the schema lists the combinator first (Github_trivial o64859)."""
+    branches = [_state("stopped"), _state("running", current={"type": "number"})]
+    schema = {"type": "object", "allOf": [{"oneOf": branches},
+                                          {"properties": {"builder": {"type": "object"}, "id": {"type": "number"}},
+                                           "required": ["builder", "id"]}]}
+    value = {"current": 50, "state": "running", "builder": {}, "id": 1}
+    assert is_valid(schema, value)
+    assert dfa_for(schema).matches(json.dumps(value).encode())
+    assert not dfa_for(schema).matches(json.dumps({"builder": {}, "id": 1, "current": 50, "state": "running"}).encode())
+    assert dfa_for({**schema, "allOf": schema["allOf"][:1] + [{"anyOf": branches}] + schema["allOf"][1:]}) \
+        .matches(json.dumps(value).encode())  # both combinators stand before the listed members
+    # Members the same schema object lists beside its oneOf still come first.
+    own = {"type": "object", "properties": {"id": {"type": "number"}}, "oneOf": branches}
+    assert dfa_for(own).matches(json.dumps({"id": 1, "current": 5, "state": "running"}).encode())
+    assert not dfa_for(own).matches(json.dumps({"current": 5, "state": "running", "id": 1}).encode())
 
 
 def test_all_of_members_are_merged_in_document_order():

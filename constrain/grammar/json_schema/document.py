@@ -46,6 +46,11 @@ class Loc:
             pointer += "/" + str(part).replace("~", "~0").replace("/", "~1")
         return Loc(node, pointer, _base_of(node, self.base, self.draft), self.draft)
 
+    @property
+    def key(self) -> str:
+        """Which sub-schema this is, whatever reference reached it: ``base#pointer``."""
+        return self.base + "#" + self.pointer
+
     def error(self, message: str, *keys: str) -> SchemaError:
         pointer = self.pointer + "".join("/" + k for k in keys)
         return SchemaError(message, pointer or "#")

@@ -33,7 +33,7 @@ from .document import Loc, SchemaDocument
 from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
 from .slots import shared_slots
-from .spec import ANNOTATION_KEYWORDS, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec, spec_of
+from .spec import ANNOTATION_KEYWORDS, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec, place_branch, spec_of
 from .strings import ANY_CHAR, any_string_dfa, encode_chars, encoded_string, pattern_tree, string_tree
 from .trees import EMPTY, NOTHING, alt, cls, lit, seq, star
 
@@ -130,7 +130,7 @@ class SchemaEmitter:
         key = None
         if len(walk.chain) > len(chain) and walk.chain[-1] in chain:  # entering a recursive reference again
             key = (tuple(sorted(set(walk.chain))), tuple(walk.chain.count(k) for k in sorted(set(walk.chain))),
-                   tuple(loc.base + "#" + loc.pointer for loc in locs), slots, self.spelling)
+                   tuple(loc.key for loc in locs), slots, self.spelling)
             found = self._recursive_memo.get(key)
             if found is not None:
                 self.spelling_sensitive += found[1]
@@ -207,7 +207,8 @@ class SchemaEmitter:
             return self._enum_tree(spec)
         if spec.any_of:
             group, rest = spec.any_of[0], spec.without(any_of=spec.any_of[1:])
-            return _merged_scalars(alt(*(self._merged_tree(rest, group.child(i), chain) for i in range(len(group.node)))))
+            branches = [self._branch(rest, group, i, chain) for i in range(len(group.node))]
+            return _merged_scalars(alt(*(self.spec_tree(branch, branch_chain) for branch, branch_chain in branches)))
         if spec.one_of:
             return self._one_of(spec, chain)
         if spec.nots:
@@ -235,6 +236,12 @@ class SchemaEmitter:
         merged, chain = self._merged(spec, loc, chain)
         return self.spec_tree(merged, chain)
 
+    def _branch(self, rest: Spec, group: Loc, index: int, chain: tuple[str, ...]) -> tuple[Spec, tuple[str, ...]]:
+        """Branch ``index`` of the anyOf/oneOf ``group`` merged into ``rest``, its members
+        where the combinator stands in the schema (``place_branch``)."""
+        merged, chain = self._merged(rest, group.child(index), chain)
+        return place_branch(merged, rest, group), chain
+
     def _one_of(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         """Exactly one branch: each branch's language minus the union of the others.
 
@@ -243,7 +250,7 @@ class SchemaEmitter:
         ``anyOf``: no product, and no shared member order, is needed.
         """
         group, rest = spec.one_of[0], spec.without(one_of=spec.one_of[1:])
-        merged = [self._merged(rest, group.child(i), chain) for i in range(len(group.node))]
+        merged = [self._branch(rest, group, i, chain) for i in range(len(group.node))]
         unevaluated = bool(rest.unevaluated_properties or rest.unevaluated_items)
         if not unevaluated and all(
                 self._disjoint(a, b, chain) for i, (a, _) in enumerate(merged) for b, _ in merged[i + 1:]):
@@ -330,10 +337,10 @@ class SchemaEmitter:
         absent = copy_spec(base)
         absent.properties.setdefault(key, []).append(Loc(False, loc.pointer + f"/{keyword}/{key}", loc.base))
         present = copy_spec(base)
-        present.required.add(key)
+        present.require([key])
         value = loc.node[keyword][key]
         if isinstance(value, list):
-            present.required.update(v for v in value if isinstance(v, str))
+            present.require(value)
             present_tree = self.spec_tree(present, chain)
         else:
             present_tree = self._merged_tree(present, loc.child(keyword, key), chain)
@@ -417,7 +424,7 @@ class SchemaEmitter:
         slots = spec.slots
         slotted = set(slots.names)
         listed = list(slots.names) + [p for p in spec.properties if p not in slotted]
-        listed += sorted(spec.required - set(listed))
+        listed += [name for name in spec.required_names() if name not in set(listed)]
         for name in listed:
             value = self.value_of(self._locs_for_key(spec, name), chain, slots.member(name))
             key_text = encoded_string(name)

@@ -116,7 +116,7 @@ class _Collector:
     def spec(self, spec: Spec, at: _Orders) -> None:
         """An operand already merged into a record: its merged order, then what it holds."""
         at.orders.append(list(spec.properties))
-        at.required.extend(sorted(spec.required))
+        at.required.extend(spec.required_names())
         for name, locs in spec.properties.items():
             for loc in locs:
                 self.visit(loc, at.member(name), frozenset())
@@ -167,7 +167,7 @@ class _Collector:
 
     def follow(self, loc: Loc, keyword: str, at: _Orders, active: frozenset[str]) -> list[str]:
         target = self.doc.resolve(loc, loc.node[keyword], keyword)
-        key = target.base + "#" + target.pointer
+        key = target.key
         if key in active:  # recursion: deeper levels keep their own orders
             return []
         return self.absorbed(target, at, active | {key})
@@ -177,7 +177,7 @@ class _Collector:
         combinators that apply to the same value (each branch one more order here)."""
         node = loc.node
         if isinstance(node.get("required"), list):
-            at.required.extend(sorted(n for n in node["required"] if isinstance(n, str)))
+            at.required.extend(n for n in node["required"] if isinstance(n, str))
         properties = node.get("properties") if isinstance(node.get("properties"), dict) else {}
         for name in properties:
             self.visit(loc.child("properties", name), at.member(name), active)

@@ -15,11 +15,12 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from collections.abc import Iterable
 from typing import Any
 
 from .document import Loc, SchemaDocument
 
-__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order",
+__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order", "place_branch",
            "ref_keyword", "Slots", "NO_SLOTS", "TYPES", "ANNOTATION_KEYWORDS"]
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
@@ -82,6 +83,7 @@ class Spec:
     # objects
     properties: dict[str, list[Loc]] = field(default_factory=dict)
     required: set[str] = field(default_factory=set)
+    required_order: list[str] = field(default_factory=list)  # first mention: see required_names
     key_rules: list[KeyRule] = field(default_factory=list)
     property_names: list[Loc] = field(default_factory=list)
     min_properties: int = 0
@@ -107,6 +109,9 @@ class Spec:
     any_of: list[Loc] = field(default_factory=list)      # each: the Loc of an anyOf array
     one_of: list[Loc] = field(default_factory=list)
     nots: list[Loc] = field(default_factory=list)
+    # For each pending anyOf/oneOf (by ``Loc.key``): the names listed when it was met.
+    # Its branches' members go after those and before names met later (``place_branch``).
+    listed_before: dict[str, frozenset[str]] = field(default_factory=dict)
     conditionals: list[Loc] = field(default_factory=list)  # schemas holding if/then/else
     dependencies: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, key, keyword)
     unsupported: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, keyword, why)
@@ -118,6 +123,19 @@ class Spec:
     slots: Slots = NO_SLOTS  # member positions shared with other operands (see slots.py)
     impossible: bool = False
     depth_limited: bool = False  # impossible only because recursion was unrolled to its bound
+
+    def require(self, names: Iterable[Any]) -> None:
+        """Add the string names of a ``required`` list, remembering their order."""
+        for name in names:
+            if isinstance(name, str) and name not in self.required:
+                self.required.add(name)
+                self.required_order.append(name)
+
+    def required_names(self) -> list[str]:
+        """Required names in order of first mention: names only ``required`` lists (no
+        ``properties`` entry) are written in this order, which is the author's (instances
+        of ``"required": ["b", "a"]`` write ``b`` first)."""
+        return self.required_order
 
     def without(self, **fields: Any) -> "Spec":
         """A copy with some pending lists replaced (the emitter expands them one by one)."""
@@ -182,7 +200,7 @@ class SpecWalk:
 
     def follow(self, spec: Spec, loc: Loc, keyword: str, active: frozenset[str]) -> Spec:
         target = self.doc.resolve(loc, loc.node[keyword], keyword)
-        key = target.base + "#" + target.pointer
+        key = target.key
         if key in active:
             raise loc.error(f"{keyword} {loc.node[keyword]!r} refers back to itself without any structure between", keyword)
         if self.chain.count(key) >= self.max_recursion:
@@ -211,6 +229,7 @@ def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
             if not isinstance(node[keyword], list) or not node[keyword]:
                 raise loc.error(f"{keyword} must be a non-empty array", keyword)
             target.append(loc.child(keyword))
+            spec.listed_before[loc.child(keyword).key] = frozenset(spec.properties)
     if "not" in node:
         spec.nots.append(loc.child("not"))
     if "if" in node:
@@ -331,6 +350,27 @@ def merge_orders(orders: list[list[str]]) -> list[str]:
     return out
 
 
+def place_branch(merged: Spec, rest: Spec, group: Loc) -> Spec:
+    """``merged`` (``rest`` with one branch of the anyOf/oneOf ``group`` absorbed) with
+    the names ``rest`` met after ``group`` moved behind the branch's members.
+
+    Members are written in the order the schema lists them, and a branch stands where
+    its combinator does: in ``{"allOf": [{"oneOf": [...]}, {"properties": {...}}]}``
+    instances write the chosen branch's members first.  Absorbing the branch last
+    would put them after every name of ``rest``.
+    """
+    before = rest.listed_before.get(group.key)
+    if before is None:
+        return merged
+    later = [name for name in rest.properties if name not in before]
+    if not later:
+        return merged
+    moved = set(later)
+    order = [name for name in merged.properties if name not in moved] + later
+    merged.properties = {name: merged.properties[name] for name in order}
+    return merged
+
+
 def _reaches(successors: dict[str, list[str]], start: str, goal: str) -> bool:
     seen, stack = {start}, [start]
     while stack:
@@ -356,7 +396,7 @@ def _absorb_object(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
         spec.properties.setdefault(name, []).append(loc.child("properties", name))
     required = node.get("required", [])
     if isinstance(required, list):
-        spec.required.update(r for r in required if isinstance(r, str))
+        spec.require(required)
     elif required is not True and required is not False:  # draft-3 boolean 'required' is ignored by draft-4 validators
         raise loc.error("required must be an array of strings", "required")
     patterns = node.get("patternProperties", {})
@@ -480,11 +520,13 @@ def copy_spec(spec: Spec) -> Spec:
         spec,
         sources=list(spec.sources), enums=list(spec.enums),
         properties={k: list(v) for k, v in spec.properties.items()}, required=set(spec.required),
+        required_order=list(spec.required_order),
         key_rules=list(spec.key_rules), property_names=list(spec.property_names),
         prefix_items=[list(p) for p in spec.prefix_items], rest_items=list(spec.rest_items),
         contains=list(spec.contains), patterns=list(spec.patterns),
         unevaluated_properties=list(spec.unevaluated_properties), unevaluated_items=list(spec.unevaluated_items), formats=list(spec.formats),
         multiples=list(spec.multiples), any_of=list(spec.any_of), one_of=list(spec.one_of), nots=list(spec.nots),
+        listed_before=dict(spec.listed_before),
         conditionals=list(spec.conditionals), dependencies=list(spec.dependencies),
         unsupported=list(spec.unsupported),
     )
