@@ -256,8 +256,9 @@ class _NFA:
         current = start
         for k, item in enumerate(items):
             nxt = end if k == last else base + k
-            if type(item) is CharSet and item.ranges and item.ranges[-1][1] < 0x80:
-                for lo, hi in item.ranges:
+            ranges = _ascii_ranges(item)
+            if ranges is not None:
+                for lo, hi in ranges:
                     edges += (current, lo, hi, nxt)
             else:
                 self.build(item, current, nxt)
@@ -270,6 +271,13 @@ class _NFA:
             self.build(node.item, current, nxt)
             current = nxt
         if node.max is None:
+            ranges = _ascii_ranges(node.item)
+            if ranges is not None:  # one looping state (flexible whitespace: hundreds per schema)
+                loop = self.new_state()
+                self.eps += (current, loop, loop, end)
+                for lo, hi in ranges:
+                    self.edges += (loop, lo, hi, loop)
+                return
             loop_in, loop_out = self.new_state(), self.new_state()
             self.add_eps(current, loop_in)
             self.build(node.item, loop_in, loop_out)
@@ -282,6 +290,13 @@ class _NFA:
             self.build(node.item, current, nxt)
             current = nxt
         self.add_eps(current, end)
+
+
+def _ascii_ranges(node: RegexNode) -> tuple | None:
+    """The byte ranges of an ASCII character set (one byte per character), else None."""
+    if type(node) is CharSet and node.ranges and node.ranges[-1][1] < 0x80:
+        return node.ranges
+    return None
 
 
 class _CSR(NamedTuple):
