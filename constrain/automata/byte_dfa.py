@@ -223,8 +223,8 @@ class _NFA:
                 self.add_edge(here, byte, last, ids[key])
 
     def build_charset(self, node: CharSet, start: int, end: int) -> None:
-        ranges = node.ranges
-        if ranges and ranges[-1][1] < 0x80:  # ASCII (ranges are sorted): one byte each, most literals
+        ranges = _ascii_ranges(node)
+        if ranges is not None:  # one byte each: most literals
             for lo, hi in ranges:
                 self.edges += (start, lo, hi, end)
             return
@@ -293,7 +293,9 @@ class _NFA:
 
 
 def _ascii_ranges(node: RegexNode) -> tuple | None:
-    """The byte ranges of an ASCII character set (one byte per character), else None."""
+    """The byte ranges of an ASCII character set (one byte per character), else None.
+
+    Ranges are sorted, so the last one's end decides."""
     if type(node) is CharSet and node.ranges and node.ranges[-1][1] < 0x80:
         return node.ranges
     return None

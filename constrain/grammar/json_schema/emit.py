@@ -424,7 +424,8 @@ class SchemaEmitter:
         slots = spec.slots
         slotted = set(slots.names)
         listed = list(slots.names) + [p for p in spec.properties if p not in slotted]
-        listed += [name for name in spec.required_names() if name not in set(listed)]
+        named = set(listed)
+        listed += [name for name in spec.required_names() if name not in named]
         for name in listed:
             value = self.value_of(self._locs_for_key(spec, name), chain, slots.member(name))
             key_text = encoded_string(name)

@@ -13,9 +13,9 @@ as a list of pending combinators that the emitter expands one at a time.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from collections.abc import Iterable
 from typing import Any
 
 from .document import Loc, SchemaDocument
@@ -228,8 +228,9 @@ def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
         if keyword in node:
             if not isinstance(node[keyword], list) or not node[keyword]:
                 raise loc.error(f"{keyword} must be a non-empty array", keyword)
-            target.append(loc.child(keyword))
-            spec.listed_before[loc.child(keyword).key] = frozenset(spec.properties)
+            group = loc.child(keyword)
+            target.append(group)
+            spec.listed_before[group.key] = frozenset(spec.properties)
     if "not" in node:
         spec.nots.append(loc.child("not"))
     if "if" in node:
