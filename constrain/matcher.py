@@ -159,10 +159,7 @@ class Matcher:
             rows = cached[4]
         else:
             rows = _row_views(bitmask)
-        if self._terminated_at is None:
-            words = self._engine.mask_words(self._states[-1])
-        else:
-            words = self._engine.eos_words()
+        words = self.next_token_mask_words()
         if not 0 <= row < len(rows):
             raise BitmaskError(f"Invalid bitmask row: expected 0 <= row < {len(rows)}, got {row}")
         target = rows[row]

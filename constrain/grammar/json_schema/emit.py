@@ -425,7 +425,7 @@ class SchemaEmitter:
         slotted = set(slots.names)
         listed = list(slots.names) + [p for p in spec.properties if p not in slotted]
         named = set(listed)
-        listed += [name for name in spec.required_names() if name not in named]
+        listed += [name for name in spec.required if name not in named]
         for name in listed:
             value = self.value_of(self._locs_for_key(spec, name), chain, slots.member(name))
             key_text = encoded_string(name)

@@ -116,7 +116,7 @@ class _Collector:
     def spec(self, spec: Spec, at: _Orders) -> None:
         """An operand already merged into a record: its merged order, then what it holds."""
         at.orders.append(list(spec.properties))
-        at.required.extend(spec.required_names())
+        at.required.extend(spec.required)
         for name, locs in spec.properties.items():
             for loc in locs:
                 self.visit(loc, at.member(name), frozenset())

@@ -82,8 +82,9 @@ class Spec:
     enums: list[list[Any]] = field(default_factory=list)
     # objects
     properties: dict[str, list[Loc]] = field(default_factory=dict)
-    required: set[str] = field(default_factory=set)
-    required_order: list[str] = field(default_factory=list)  # first mention: see required_names
+    # Required names in order of first mention (an ordered set): names only ``required``
+    # lists (no ``properties`` entry) are written in this order, the author's.
+    required: dict[str, None] = field(default_factory=dict)
     key_rules: list[KeyRule] = field(default_factory=list)
     property_names: list[Loc] = field(default_factory=list)
     min_properties: int = 0
@@ -125,17 +126,10 @@ class Spec:
     depth_limited: bool = False  # impossible only because recursion was unrolled to its bound
 
     def require(self, names: Iterable[Any]) -> None:
-        """Add the string names of a ``required`` list, remembering their order."""
+        """Add the string names of a ``required`` list, keeping the first mention's place."""
         for name in names:
-            if isinstance(name, str) and name not in self.required:
-                self.required.add(name)
-                self.required_order.append(name)
-
-    def required_names(self) -> list[str]:
-        """Required names in order of first mention: names only ``required`` lists (no
-        ``properties`` entry) are written in this order, which is the author's (instances
-        of ``"required": ["b", "a"]`` write ``b`` first)."""
-        return self.required_order
+            if isinstance(name, str):
+                self.required.setdefault(name)
 
     def without(self, **fields: Any) -> "Spec":
         """A copy with some pending lists replaced (the emitter expands them one by one)."""
@@ -520,8 +514,7 @@ def copy_spec(spec: Spec) -> Spec:
     return replace(
         spec,
         sources=list(spec.sources), enums=list(spec.enums),
-        properties={k: list(v) for k, v in spec.properties.items()}, required=set(spec.required),
-        required_order=list(spec.required_order),
+        properties={k: list(v) for k, v in spec.properties.items()}, required=dict(spec.required),
         key_rules=list(spec.key_rules), property_names=list(spec.property_names),
         prefix_items=[list(p) for p in spec.prefix_items], rest_items=list(spec.rest_items),
         contains=list(spec.contains), patterns=list(spec.patterns),
