@@ -17,8 +17,9 @@ import numpy as np
 
 from .automata.byte_dfa import ByteDFA, regex_to_dfa
 from .automata.cache import DiskCache, content_key, default_cache
-from .automata.pushdown import PushdownDFA, TokenPDA
+from .automata.pushdown import TokenPDA
 from .automata.token_dfa import TokenDFA
+from .automata.token_trie import token_trie_for
 from .vocab import TokenizerInfo
 
 __all__ = ["Compiler", "CompiledGrammar", "MAX_DISK_ROWS_BYTES"]
@@ -253,7 +254,7 @@ class Compiler:
         """
         import json
 
-        from .grammar.json_schema import JsonSchemaOptions, load_schema, schema_to_dfa
+        from .grammar.json_schema import JsonSchemaOptions, load_schema, pushdown_automaton, schema_to_dfa
 
         options = JsonSchemaOptions(whitespace, max_whitespace, property_order, strict, max_recursion, max_any_depth)
         value = load_schema(schema)
@@ -263,20 +264,24 @@ class Compiler:
         if compiled is None:
             disk_key = content_key("json-schema-dfa", text, repr(options))
             stored = self._disk.load("dfa", disk_key)
-            if stored is not None and {"trans", "accepting", "start", "notes"} <= stored.keys():
+            if stored is not None and {"trans", "accepting", "start", "notes", "counted"} <= stored.keys():
                 dfa = _stored_dfa(stored, "")
                 callee = _stored_dfa(stored, "callee_") if "callee_trans" in stored else None
+                counted = tuple((int(low), int(high)) for low, high in stored["counted"].tolist())
                 notes = tuple(json.loads(bytes(stored["notes"]).decode()))
             else:
                 language = schema_to_dfa(value, options, resources)
-                dfa, callee, notes = language.dfa, language.callee, tuple(language.notes)
+                dfa, callee, counted, notes = language.dfa, language.callee, language.counted, tuple(language.notes)
                 arrays = {**_dfa_arrays(dfa, ""), **(_dfa_arrays(callee, "callee_") if callee is not None else {}),
+                          "counted": np.array(counted, dtype=np.int64).reshape(-1, 2),
                           "notes": np.frombuffer(json.dumps(notes).encode(), dtype=np.uint8)}
                 self._disk.save("dfa", disk_key, arrays)
-            if callee is None:
+            if callee is None and not counted:
                 engine: Any = TokenDFA(dfa, self.tokenizer_info, self._disk)
             else:
-                engine = TokenPDA(PushdownDFA(dfa, callee), self.tokenizer_info, self._disk)
+                margin = token_trie_for(self.tokenizer_info, self._disk).max_depth
+                automaton = pushdown_automaton(dfa, callee, counted, margin)
+                engine = TokenPDA(automaton, self.tokenizer_info, self._disk)
             compiled = self._memory_put(key, CompiledGrammar(self.tokenizer_info, "json_schema", value, engine, notes))
         return compiled
 

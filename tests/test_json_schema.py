@@ -1030,7 +1030,11 @@ def test_masks_match_enumerating_oracle(infos, name, tokenizer_name, whitespace)
     ({"type": "object", "properties": {"o": {"allOf": [{"unevaluatedProperties": False}]}}},
      "#/properties/o/allOf/0/unevaluatedProperties", "unevaluatedProperties"),
     ({"type": "string", "pattern": "a(b"}, "#/pattern", "a(b"),
-    ({"properties": {"d": {"type": "string", "maxLength": 100000}}}, "#/properties/d", "maxLength 100000 needs more than"),
+    ({"properties": {"d": {"type": "string", "pattern": "^[a-z ]*$", "maxLength": 100000}}}, "#/properties/d",
+     "pattern '^[a-z ]*$' with maxLength 100000 needs more than"),
+    # Alone, a long string is a counted callee; an operand of a product counts eagerly.
+    ({"properties": {"d": {"not": {"type": "string", "maxLength": 100000}}}}, "#/properties/d",
+     "counting 100,000 characters"),
     ({"properties": {"d": {"$ref": "#/$defs/long"}}, "$defs": {"long": {"type": "string", "minLength": 90000}}},
      "#/$defs/long", "minLength 90000 needs more than"),
 ])

@@ -18,7 +18,7 @@ import pytest
 
 from constrain import Compiler, Matcher
 from constrain.automata.dfa_ops import difference
-from constrain.automata.pushdown import CALL, PushdownDFA, TokenPDA, expand_calls, has_calls
+from constrain.automata.pushdown import CALL, CALL_SYMBOLS, PushdownDFA, TokenPDA, expand_calls, has_calls
 from constrain.grammar.json_schema import JsonSchemaOptions, schema_to_dfa
 from constrain.testing import check_masks_along_random_walk
 
@@ -32,6 +32,13 @@ ARRAY_OF_ANY = {"type": "array", "maxItems": 4}
 # Strings beside free-form values: a count, and a pattern no ordinary text can fail.
 STRINGS_WITH_EXTRAS = {"type": "object", "properties": {
     "s": {"type": "string", "maxLength": 40}, "p": {"type": "string", "pattern": "x\\.dll"}, "m": {}}}
+# A count this long took ~14 states per character eagerly (458,739 for 32767: refused).
+LONG_TEXT = {"type": "object", "properties": {"text": {"type": "string", "minLength": 3, "maxLength": 32767},
+                                              "n": {"type": "integer"}}, "required": ["text"]}
+# Short enough to count eagerly too (with max_any_depth), so the two engines can be compared.
+LONG_ENOUGH = {"type": "object", "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 600},
+                                                "t": {"type": "integer"}}, "required": ["s"]}
+CHARS = ["a", " ", "é", "😀", "\n", '"', "\\", "\u0001", "ab"]
 
 
 def nested(depth: int, rng: random.Random):
@@ -182,14 +189,17 @@ def test_forced_bytes_cross_calls(infos):
     assert matcher.accept_bytes(b"]]") and matcher.forced_bytes() == b',"n":"x"}'
 
 
-def test_byte_0xff_token_never_calls(infos):
-    """Llama-2's ``<0xFF>`` byte token carries the byte that marks calls in the table."""
+@pytest.mark.parametrize("schema", [FREE, LONG_TEXT], ids=["any_value", "counted"])
+def test_call_bytes_never_call(infos, schema):
+    """Llama-2's ``<0xF5>``-``<0xFF>`` byte tokens carry the bytes that mark calls in the table."""
     info = infos("llama-2")
-    compiled = Compiler(info, cache_dir=False).compile_json_schema(FREE)
-    ff = [t for t, data in enumerate(info.token_bytes) if data == bytes([CALL])]
-    assert ff
-    words = Matcher(compiled).next_token_mask_words()
-    assert not any(words[t >> 5] >> (t & 31) & 1 for t in ff)
+    compiled = Compiler(info, cache_dir=False).compile_json_schema(schema)
+    symbols = [t for t, data in enumerate(info.token_bytes) if len(data) == 1 and data[0] in CALL_SYMBOLS]
+    assert len(symbols) == len(CALL_SYMBOLS)
+    matcher = Matcher(compiled)
+    matcher.accept_bytes(b'{"text": ' if schema is LONG_TEXT else b"")
+    words = matcher.next_token_mask_words()
+    assert words.any() and not any(words[t >> 5] >> (t & 31) & 1 for t in symbols)
 
 
 def test_disk_cache_round_trip(infos, tmp_path):
@@ -201,3 +211,78 @@ def test_disk_cache_round_trip(infos, tmp_path):
     for matcher in (Matcher(first), Matcher(second)):
         assert matcher.accept_bytes(b'{"id": 3, "meta": [[[[[{}]]]]]}') and matcher.is_accepting()
 
+
+
+# -- long strings: counted callees ---------------------------------------------------------------
+
+
+def _string_of(length: int, rng: random.Random) -> str:
+    return "".join(rng.choice(CHARS[:-1]) for _ in range(length))
+
+
+def test_long_strings_count_characters_exactly():
+    language = schema_to_dfa(LONG_TEXT)
+    assert language.counted == ((3, 32767),) and not language.is_regular
+    automaton = language.automaton
+    assert automaton.num_states < 1000
+    rng = random.Random(0)
+    for length in (0, 2, 3, 4, 100, 32700, 32766, 32767, 32768, 32800):
+        for tail in ("x", "é", "\n", "😀"):
+            value = _string_of(max(length - 1, 0), rng) + (tail if length else "")
+            text = json.dumps({"text": value, "n": 1}, ensure_ascii=False).encode()
+            assert automaton.matches(text) == (3 <= length <= 32767), (length, tail)
+    # The bound is reached: the next character cannot even begin.
+    over = json.dumps({"text": "é" * 32768}, ensure_ascii=False).encode()
+    assert automaton.is_prefix(over[:-4]) and not automaton.is_prefix(over[:-3])  # a 32768th character begins
+
+
+@pytest.mark.parametrize("tokenizer", ["llama-3", "llama-2"])
+def test_counted_masks_equal_the_eager_count(infos, tokenizer):
+    """Rows inside the loop ignore the count: compare every mask with the eagerly counted DFA."""
+    info = infos(tokenizer)
+    compiler = Compiler(info, cache_dir=False)
+    counted = compiler.compile_json_schema(LONG_ENOUGH)
+    eager = compiler.compile_json_schema(LONG_ENOUGH, max_any_depth=3)
+    assert isinstance(counted.engine, TokenPDA) and counted.engine.automaton.counted and eager.is_regular
+    margin = counted.engine.automaton.counted[0].margin
+    rng = random.Random(len(info.token_bytes))
+    lengths = [0, 1, 2, 3, 50, 600 - margin - 2, 600 - margin, 600 - margin + 1, 590, 598, 599, 600]
+    for length in lengths:
+        text = json.dumps({"s": _string_of(length, rng)}, ensure_ascii=False).encode()[:-2]
+        for cut in (len(text), len(text) - 1, len(text) - 2):
+            prefix, after = text[:cut], None
+            matchers = [Matcher(counted), Matcher(eager)]
+            assert all(m.accept_bytes(prefix) for m in matchers), (length, cut)
+            rows = [m.next_token_mask_words() for m in matchers]
+            assert np.array_equal(rows[0], rows[1]), (length, cut, prefix[-20:])
+            after = [m.accept_bytes(b'", "t": 4}') for m in matchers]
+            assert after[0] == after[1] and (after[0] or cut < len(text) or length < 2), (length, cut)
+
+
+def test_counted_tokens_reach_the_bound(load_tokenizer, infos):
+    """Token by token through the loop and the copies after it, to exactly the bound."""
+    tokenizer, info = load_tokenizer("llama-3"), infos("llama-3")
+    compiled = Compiler(info, cache_dir=False).compile_json_schema(LONG_TEXT)
+    eos = info.eos_token_ids[0]
+    for value, valid in (("ab" * 16383 + "c", True), ("ab" * 16384, False), ("ab", False), ("é😀\n\"" * 100, True)):
+        matcher = Matcher(compiled)
+        tokens = tokenizer.encode(json.dumps({"text": value}, ensure_ascii=False), add_special_tokens=False)
+        accepted = all(matcher.accept_token(t) for t in tokens) and matcher.accept_token(eos)
+        assert accepted == valid, (len(value), valid)
+
+
+def test_counted_strings_in_products_are_counted_eagerly():
+    schema = {"oneOf": [{"type": "string", "maxLength": 700}, {"type": "string", "pattern": "^a"}]}
+    language = schema_to_dfa(schema)
+    assert language.is_regular and language.counted == ()
+    for value, valid in (("b", True), ("a", False), ("b" * 700, True), ("b" * 701, False), ("a" * 701, True)):
+        assert language.automaton.matches(json.dumps(value).encode()) == valid, (len(value), valid)
+
+
+def test_counted_callees_round_trip_the_disk_cache(infos, tmp_path):
+    info = infos("llama-3")
+    first = Compiler(info, cache_dir=tmp_path).compile_json_schema(LONG_TEXT)
+    second = Compiler(info, cache_dir=tmp_path).compile_json_schema(LONG_TEXT)
+    assert second.engine.automaton.counted == first.engine.automaton.counted != ()
+    matcher = Matcher(second)
+    assert matcher.accept_bytes(b'{"text": "' + b"x" * 32767) and matcher.forced_bytes() == b'"'

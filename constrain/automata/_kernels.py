@@ -681,7 +681,7 @@ def _pda_add(level, cur, pop, npush, src_level, src_k, extra, c_cur, c_pop, c_np
 
 
 @njit(cache=True, nogil=True)
-def _pda_closure(level, call_ret, accepting, callee, frames, c_cur, c_pop, c_np, c_push, cnt):
+def _pda_closure(level, calls, call_ret, accepting, callees, frames, c_cur, c_pop, c_np, c_push, cnt):
     """Close ``level`` under calls (push the return state, enter the callee) and returns
     (a complete callee value pops its frame).  False on overflow."""
     nframes = frames.shape[0]
@@ -691,10 +691,11 @@ def _pda_closure(level, call_ret, accepting, callee, frames, c_cur, c_pop, c_np,
         s = c_cur[level, k]
         p = c_pop[level, k]
         q = c_np[level, k]
-        r = call_ret[s]
-        if r >= 0 and q < max_push:
-            if not _pda_add(level, callee, p, q + 1, level, k, r, c_cur, c_pop, c_np, c_push, cnt):
-                return False
+        if calls[s] >= 0 and q < max_push:
+            for c in range(call_ret.shape[1]):
+                r = call_ret[s, c]
+                if r >= 0 and not _pda_add(level, callees[c], p, q + 1, level, k, r, c_cur, c_pop, c_np, c_push, cnt):
+                    return False
         if accepting[s]:
             if q > 0:
                 if not _pda_add(level, c_push[level, k, q - 1], p, q - 1, level, k, -1, c_cur, c_pop, c_np, c_push, cnt):
@@ -707,13 +708,14 @@ def _pda_closure(level, call_ret, accepting, callee, frames, c_cur, c_pop, c_np,
 
 
 @njit(cache=True, nogil=True)
-def walk_pda(trans, call_ret, accepting, callee, frames, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
+def walk_pda(trans, calls, call_ret, accepting, callees, frames, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
              tok_ids, ascii_below, flags, height, max_depth, memo, step_bytes, alive_bytes, utf8, out_words, rest):
     """Walk the token trie from one configuration of a DFA with calls (a pushdown automaton).
 
-    ``trans`` holds byte moves only; ``call_ret[s] >= 0`` says that at ``s`` a value
-    of the callee automaton (which starts at ``callee``) may come first, after
-    which the walk continues at ``call_ret[s]``.  ``frames`` are the return states
+    ``trans`` holds byte moves only; ``call_ret[s, c] >= 0`` says that at ``s`` a
+    value of callee ``c`` (which starts at ``callees[c]``) may come first, after
+    which the walk continues at ``call_ret[s, c]``; ``calls[s] >= 0`` says that
+    some callee may.  ``frames`` are the return states
     already on the stack (bottom first); ``accepting[s]`` of a callee state means
     its value is complete, so the top frame may be popped (at the bottom of the
     stack it means the whole text is complete).  Every trie depth keeps the set of
@@ -736,7 +738,7 @@ def walk_pda(trans, call_ret, accepting, callee, frames, start_state, node_byte,
     c_pop[0, 0] = 0
     c_np[0, 0] = 0
     cnt[0] = 1
-    if not _pda_closure(0, call_ret, accepting, callee, frames, c_cur, c_pop, c_np, c_push, cnt):
+    if not _pda_closure(0, calls, call_ret, accepting, callees, frames, c_cur, c_pop, c_np, c_push, cnt):
         return -1
     n = node_byte.shape[0]
     count = 0
@@ -766,8 +768,8 @@ def walk_pda(trans, call_ret, accepting, callee, frames, start_state, node_byte,
             if cnt[d] == 0:
                 i = node_skip[i]
                 continue
-        if (cnt[d] > 1 or call_ret[c_cur[d, 0]] >= 0 or accepting[c_cur[d, 0]]) and \
-                not _pda_closure(d, call_ret, accepting, callee, frames, c_cur, c_pop, c_np, c_push, cnt):
+        if (cnt[d] > 1 or calls[c_cur[d, 0]] >= 0 or accepting[c_cur[d, 0]]) and \
+                not _pda_closure(d, calls, call_ret, accepting, callees, frames, c_cur, c_pop, c_np, c_push, cnt):
             return -1
         end = i + 1
         if node_skip[i] > end:

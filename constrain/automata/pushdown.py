@@ -22,9 +22,18 @@ not).  A configuration's mask depends only on its current state and the top
 :attr:`TokenPDA.reach` frames (a token cannot pop more), so rows are memoised by
 that key and computed by one numba walk of the token trie
 (:func:`~._kernels.walk_pda`).
+
+Long counted strings (``maxLength: 32767``) are callees too, one per count range
+(:class:`CountedCallee`, symbols :data:`COUNTED_SYMBOLS`): their middle is one loop
+whose count is kept in the configuration instead of in ``2 * maxLength`` copies of
+the string's states.  Far from the bound no token can see the count, so the loop's
+rows are rows of the table; near it, the states are ordinary counted copies.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -34,44 +43,61 @@ from .engine_base import EngineBase
 from .token_dfa import MAX_FORCED_BYTES
 from .token_trie import new_loop_memo
 
-__all__ = ["CALL", "call_marker", "has_calls", "expand_calls", "PushdownDFA", "TokenPDA"]
+__all__ = ["CALL", "COUNTED_SYMBOLS", "CALL_SYMBOLS", "call_marker", "has_calls", "expand_calls", "CountedCallee",
+           "PushdownDFA", "TokenPDA"]
 
 #: The byte that stands for "one value of the callee" in a DFA with calls.
 CALL = 0xFF
+#: Bytes that stand for "one value of counted callee j" (0xF5-0xFE never occur in UTF-8 either).
+COUNTED_SYMBOLS = tuple(range(0xF5, CALL))
+CALL_SYMBOLS = COUNTED_SYMBOLS + (CALL,)
+_FIRST_SYMBOL = COUNTED_SYMBOLS[0]
 
 
-def call_marker() -> ByteDFA:
-    """The DFA of the one-symbol text :data:`CALL` (embed it where a callee value goes)."""
+def call_marker(symbol: int = CALL) -> ByteDFA:
+    """The DFA of the one-symbol text ``symbol`` (embed it where a callee value goes)."""
     trans = np.full((2, 256), -1, dtype=np.int32)
-    trans[0, CALL] = 1
+    trans[0, symbol] = 1
     return ByteDFA(trans, np.array([False, True]), 0)
 
 
 def has_calls(dfa: ByteDFA) -> bool:
-    return bool((dfa.trans[:, CALL] >= 0).any())
+    """Whether ``dfa`` calls any callee (:data:`CALL` or a counted one)."""
+    return bool((dfa.trans[:, CALL_SYMBOLS] >= 0).any())
 
 
-def expand_calls(dfa: ByteDFA, callee: ByteDFA) -> ByteDFA:
-    """``dfa`` with every :data:`CALL` move replaced by a copy of ``callee`` (which has none).
+def expand_calls(dfa: ByteDFA, callees: ByteDFA | Mapping[int, ByteDFA]) -> ByteDFA:
+    """``dfa`` with every call move replaced by a copy of its callee (``callees`` by symbol,
+    or the one callee of :data:`CALL`; callees have no calls themselves).
 
     For products, which are exact only over real bytes.  One copy per call move,
     then determinised and minimised.
+
+    Raises
+    ------
+    ValueError
+        When ``dfa`` calls a symbol ``callees`` does not give.
     """
     if not has_calls(dfa):
         return dfa
+    callees = {CALL: callees} if isinstance(callees, ByteDFA) else callees
+    missing = [hex(s) for s in CALL_SYMBOLS if s not in callees and (dfa.trans[:, s] >= 0).any()]
+    if missing:
+        raise ValueError(f"no callee given for call symbols {', '.join(missing)}")
     nfa = _NFA()
     base = nfa.new_states(dfa.num_states)
     final = nfa.new_state()
     runs = dfa.run_table().copy()
-    runs = runs[runs[:, 1] != CALL]
-    runs[:, 2] = np.minimum(runs[:, 2], CALL - 1)  # a run ending at 0xFF stops before it
+    runs = runs[runs[:, 1] < _FIRST_SYMBOL]
+    runs[:, 2] = np.minimum(runs[:, 2], _FIRST_SYMBOL - 1)  # a run into the symbols stops before them
     runs[:, 0] += base
     runs[:, 3] += base
     nfa.edge_blocks.append(runs)
     for state in np.flatnonzero(dfa.accepting).tolist():
         nfa.add_eps(base + state, final)
-    for state in np.flatnonzero(dfa.trans[:, CALL] >= 0).tolist():
-        nfa.build_automaton(callee, base + state, base + int(dfa.trans[state, CALL]))
+    for symbol, callee in callees.items():
+        for state in np.flatnonzero(dfa.trans[:, symbol] >= 0).tolist():
+            nfa.build_automaton(callee, base + state, base + int(dfa.trans[state, symbol]))
     trans, labels, starts = _subset_construction(nfa, (base + dfa.start,), {final: 0})
     pruned = _prune_dead(trans, labels, starts)
     assert pruned is not None  # the callee is not empty, so nothing that was live dies
@@ -96,32 +122,91 @@ def _most_bytes_in_a_token(info, wanted: np.ndarray) -> int:
     return found
 
 
-class PushdownDFA:
-    """A DFA whose :data:`CALL` moves call ``callee``, read byte by byte.
+@dataclass(frozen=True)
+class CountedCallee:
+    """A callee whose middle is one loop that counts its units outside the table.
 
-    The two automata are laid out as one table: ``dfa``'s states first, then the
-    callee's (its own calls recurse into itself).  A configuration is a tuple
-    ``(return states..., current state)``; a state of this automaton is a sorted
-    tuple of the configurations the text so far can be in (several when it is
-    ambiguous).  A text is complete when some configuration is a lone accepting
-    state of ``dfa``.
+    ``dfa`` reads the whole value; its states ``[loop_first, loop_stop)`` are one
+    unit (one encoded character) that returns to ``loop_start`` when complete.
+    The loop is entered with ``entry`` units read; arriving at ``loop_start`` with
+    ``exit_at`` units read goes to ``exit_to`` instead (the first of the counted
+    copies that end at the bound).  ``margin`` (``exit_at`` to the bound) is how
+    many units a token may read without reaching the bound: masks are exact when
+    no token holds more bytes than that, since the loop's rows ignore the count.
+    An empty loop (``loop_first == loop_stop``) makes an eager callee.
     """
 
-    def __init__(self, dfa: ByteDFA, callee: ByteDFA) -> None:
+    dfa: ByteDFA
+    loop_first: int
+    loop_stop: int
+    loop_start: int
+    entry: int
+    exit_at: int
+    exit_to: int
+    margin: int
+
+    def __post_init__(self) -> None:
+        if self.loop_first < self.loop_stop and not (self.loop_first <= self.loop_start < self.loop_stop
+                                                     and self.entry < self.exit_at):
+            raise ValueError("a counted callee's loop must hold its start and be entered below its exit count")
+
+
+class PushdownDFA:
+    """A DFA whose call moves call callees, read byte by byte.
+
+    The automata are laid out as one table: ``dfa``'s states first, then the
+    any-value callee's (:data:`CALL`; its own calls recurse into itself), then each
+    counted callee's (symbol ``COUNTED_SYMBOLS[j]`` calls ``counted[j]``).  A
+    configuration is a tuple ``(return states..., current state)``; a state of
+    this automaton is a sorted tuple of the configurations the text so far can be
+    in (several when it is ambiguous).  A text is complete when some configuration
+    is a lone accepting state of ``dfa``.  Inside a counted loop the current state
+    is *virtual*: ``state + stride * (units read + 1)`` (``stride`` is the table's
+    size), and :meth:`real` gives the table's state back.
+    """
+
+    def __init__(self, dfa: ByteDFA, callee: ByteDFA | None, counted: Sequence[CountedCallee] = ()) -> None:
+        if len(counted) > len(COUNTED_SYMBOLS):
+            raise ValueError(f"at most {len(COUNTED_SYMBOLS)} counted callees, got {len(counted)}")
         self.dfa = dfa
         self.callee = callee
-        n = dfa.num_states
-        callee_trans = np.where(callee.trans >= 0, callee.trans + n, -1).astype(np.int32)
-        table = np.concatenate([dfa.trans, callee_trans])
-        self.call_ret = np.ascontiguousarray(table[:, CALL])
+        self.counted = tuple(counted)
+        symbols = ([CALL] if callee is not None else []) + list(COUNTED_SYMBOLS[:len(counted)])
+        unknown = [hex(s) for s in CALL_SYMBOLS if s not in symbols and (dfa.trans[:, s] >= 0).any()]
+        if unknown:
+            raise ValueError(f"the DFA calls symbols no callee stands for: {', '.join(unknown)}")
+        blocks = [dfa] + ([callee] if callee is not None else []) + [c.dfa for c in counted]
+        offsets = np.cumsum([0] + [b.num_states for b in blocks])
+        table = np.concatenate([np.where(b.trans >= 0, b.trans + off, -1) for b, off in zip(blocks, offsets)])
+        table = table.astype(np.int32)
+        #: call_ret[s, c]: where the text goes on after a value of callee c called at s (-1: no call).
+        self.call_ret = np.ascontiguousarray(table[:, symbols])
+        #: The start state of each callee, by column of ``call_ret``.
+        self.callee_starts = np.array([off + b.start for b, off in zip(blocks[1:], offsets[1:-1])], dtype=np.int32)
+        #: >= 0 where a state calls some callee (the guard of the trie walks).
+        self.calls = (self.call_ret.max(axis=1) if symbols else np.full(len(table), -1)).astype(np.int32)
         self.trans = table
-        self.trans[:, CALL] = -1  # byte 0xFF itself is never text (a <0xFF> byte token must not call)
-        self.accepting = np.concatenate([dfa.accepting, callee.accepting])
-        self.callee_start = n + int(callee.start)
-        if self.call_ret[self.callee_start] >= 0 or self.accepting[self.callee_start]:
-            raise ValueError("a callee must start with a byte (its start state can neither call nor accept)")
-        self._ret_list = self.call_ret.tolist()
+        self.trans[:, list(CALL_SYMBOLS)] = -1  # the symbols are never text (a <0xFF> byte token must not call)
+        self.accepting = np.concatenate([b.accepting for b in blocks])
+        for start in self.callee_starts.tolist():
+            if self.calls[start] >= 0 or self.accepting[start]:
+                raise ValueError("a callee must start with a byte (its start state can neither call nor accept)")
+        self.stride = int(table.shape[0])
+        self._calls_of = [()] * self.stride
+        for state in np.flatnonzero(self.calls >= 0).tolist():
+            self._calls_of[state] = tuple((int(r), int(self.callee_starts[c]))
+                                          for c, r in enumerate(self.call_ret[state].tolist()) if r >= 0)
         self._accept_list = self.accepting.tolist()
+        self._loops: list[tuple[int, int, int, int]] = []  # (start, entry, exit_at, exit_to), table ids
+        loop_of = np.full(self.stride, -1, dtype=np.int64)
+        for j, (c, off) in enumerate(zip(counted, offsets[len(blocks) - len(counted):-1].tolist())):
+            loop_of[off + c.loop_first:off + c.loop_stop] = j
+            self._loops.append((off + c.loop_start, c.entry, c.exit_at, off + c.exit_to))
+        self._loop_of = loop_of.tolist()
+
+    def real(self, state: int) -> int:
+        """The table's state of a configuration's current state (virtual inside a counted loop)."""
+        return state % self.stride
 
     @property
     def num_states(self) -> int:
@@ -133,7 +218,7 @@ class PushdownDFA:
 
     def closure(self, configs) -> list[tuple]:
         """``configs`` plus everything reachable by calls and returns (no byte read)."""
-        ret, acc, callee = self._ret_list, self._accept_list, self.callee_start
+        calls, acc, stride = self._calls_of, self._accept_list, self.stride
         out: list[tuple] = []
         seen: set[tuple] = set()
         todo = list(configs)
@@ -144,21 +229,38 @@ class PushdownDFA:
             seen.add(config)
             out.append(config)
             cur = config[-1]
-            if ret[cur] >= 0:
-                todo.append(config[:-1] + (ret[cur], callee))
+            if cur >= stride:  # inside a counted loop: no call, no end
+                continue
+            for ret, start in calls[cur]:
+                todo.append(config[:-1] + (ret, start))
             if len(config) > 1 and acc[cur]:
                 todo.append(config[:-1])
         return out
 
     def step(self, state: tuple, byte: int) -> tuple:
         """The state after one byte (empty: the text left the language)."""
-        item = self.trans.item
+        item, loop_of, stride = self.trans.item, self._loop_of, self.stride
         moved = set()
         for config in self.closure(state):
-            nxt = item(config[-1], byte)
+            cur = config[-1]
+            nxt = item(cur % stride, byte)
             if nxt >= 0:
+                if loop_of[nxt] >= 0:
+                    nxt = self._counted(cur, nxt)
                 moved.add(config[:-1] + (nxt,))
         return tuple(sorted(moved))
+
+    def _counted(self, cur: int, nxt: int) -> int:
+        """The virtual state for table state ``nxt`` of a counted loop, reached from ``cur``:
+        a unit completes on each return to the loop's start."""
+        start, entry, exit_at, exit_to = self._loops[self._loop_of[nxt]]
+        if cur >= self.stride:  # within the loop (loops never lead into one another)
+            count = cur // self.stride - 1 + (nxt == start)
+        else:
+            count = entry
+        if nxt == start and count >= exit_at:
+            return exit_to
+        return nxt + self.stride * (count + 1)
 
     def walk(self, state: tuple, data: bytes) -> tuple | None:
         """The state after ``data``, or None when it leaves the language."""
@@ -190,6 +292,12 @@ class TokenPDA(EngineBase):
     def __init__(self, automaton: PushdownDFA, info, disk: DiskCache | None = None) -> None:
         super().__init__(info, disk)
         self.automaton = automaton
+        longest = self.trie.max_depth
+        for counted in automaton.counted:
+            if counted.margin < longest:
+                raise ValueError(f"a counted callee's margin ({counted.margin}) must be at least the longest "
+                                 f"token ({longest} bytes): its loop's rows ignore the count")
+        self._virtual = bool(automaton.counted)  # states may hold counts (rows are keyed without them)
         self.reach = self._pop_reach()
         self._rows: dict = {}
         self._memo = new_loop_memo(automaton.num_states)
@@ -227,6 +335,8 @@ class TokenPDA(EngineBase):
 
     def mask_words(self, state: tuple) -> np.ndarray:
         """The packed uint32 mask of ``state`` (EOS bits included when accepting); do not modify."""
+        if self._virtual:
+            state = self._without_counts(state)
         row = self._rows.get(state)
         if row is None:
             if len(state) == 1:
@@ -238,6 +348,13 @@ class TokenPDA(EngineBase):
             row = self._rows.setdefault(state, row)
         return row
 
+    def _without_counts(self, state: tuple) -> tuple:
+        """``state`` with the table's states for virtual ones: no token sees a loop's count."""
+        stride = self.automaton.stride
+        if all(c[-1] < stride for c in state):
+            return state
+        return tuple(sorted({c[:-1] + (c[-1] % stride,) for c in state}))
+
     def forced_bytes(self, state: tuple) -> bytes:
         """The bytes every continuation from ``state`` must start with (jump-forward)."""
         pda = self.automaton
@@ -245,7 +362,7 @@ class TokenPDA(EngineBase):
         while not pda.is_accepting(state) and len(out) < MAX_FORCED_BYTES:
             live = np.zeros(256, dtype=bool)
             for config in pda.closure(state):
-                live |= pda.trans[config[-1]] >= 0
+                live |= pda.trans[pda.real(config[-1])] >= 0
             (candidates,) = np.nonzero(live)
             if len(candidates) != 1:  # every state is live, so one byte with a move is forced
                 break
@@ -268,11 +385,11 @@ class TokenPDA(EngineBase):
         pda = self.automaton
         words = np.zeros(self.num_words, dtype=np.uint32)
         trie = self.trie
-        if trie.ordinary.take(pda.trans, config[-1], self._memo, words, (pda.call_ret, pda.accepting)) is not None:
+        if trie.ordinary.take(pda.trans, config[-1], self._memo, words, (pda.calls, pda.accepting)) is not None:
             trie = trie.ordinary.rest  # inside a string: the ordinary tokens are set, walk the rest
         ascii_below, flags, height = trie.summaries
         frames = np.asarray(config[:-1], dtype=np.int32)
-        found = walk_pda(pda.trans, pda.call_ret, pda.accepting, pda.callee_start, frames, config[-1],
+        found = walk_pda(pda.trans, pda.calls, pda.call_ret, pda.accepting, pda.callee_starts, frames, config[-1],
                          trie.node_byte, trie.node_depth, trie.node_skip, trie.node_tok_ptr, trie.tok_ids,
                          ascii_below, flags, height, trie.max_depth, *self._memo, UTF8, words, trie is not self.trie)
         if found < 0:  # too ambiguous for the kernel's fixed configuration sets: decide each token here
@@ -286,4 +403,4 @@ class TokenPDA(EngineBase):
         """Bytes held by the automata and the memoised rows (the trie is shared per vocabulary)."""
         rows = sum(r.nbytes for r in self._rows.values()) + sum(m.nbytes for m in self._memo)
         pda = self.automaton
-        return int(pda.trans.nbytes + pda.call_ret.nbytes + pda.accepting.nbytes + rows)
+        return int(pda.trans.nbytes + pda.call_ret.nbytes + pda.calls.nbytes + pda.accepting.nbytes + rows)

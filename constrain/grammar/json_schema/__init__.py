@@ -16,13 +16,14 @@ import numpy as np
 
 from ...automata.byte_dfa import ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import bound_runs
-from ...automata.pushdown import PushdownDFA, has_calls
+from ...automata.pushdown import CALL, COUNTED_SYMBOLS, PushdownDFA
 from ...errors import RegexError, SchemaError
 from .document import SchemaDocument, load_schema
+from .strings import counted_string_callee
 from .emit import WHITESPACE_MODES, WS_BYTES, Layout, SchemaEmitter, any_value_callee, largest_parts
 from .trees import NOTHING, seq
 
-__all__ = ["JsonSchemaOptions", "SchemaLanguage", "schema_to_dfa", "load_schema", "UNSATISFIABLE"]
+__all__ = ["JsonSchemaOptions", "SchemaLanguage", "schema_to_dfa", "load_schema", "pushdown_automaton", "UNSATISFIABLE"]
 
 
 # The language of a schema no value satisfies: one state, no transitions, not accepting.
@@ -56,17 +57,37 @@ class SchemaLanguage:
     """The compiled language and what the compile had to say about it.
 
     ``callee`` is the any-value automaton that ``dfa``'s :data:`~constrain.automata.pushdown.CALL`
-    moves call (None when ``dfa`` has none: the language is regular).
+    moves call (None when ``dfa`` has none); ``counted`` holds the (minLength, maxLength)
+    of the long strings that ``COUNTED_SYMBOLS[j]`` moves call.  With neither, the
+    language is regular.
     """
 
     dfa: ByteDFA
     notes: list[str] = field(default_factory=list)
     callee: ByteDFA | None = None
+    counted: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def is_regular(self) -> bool:
+        return self.callee is None and not self.counted
 
     @property
     def automaton(self) -> ByteDFA | PushdownDFA:
         """What reads the texts (``matches``, ``is_prefix``): ``dfa``, or ``dfa`` with its calls."""
-        return self.dfa if self.callee is None else PushdownDFA(self.dfa, self.callee)
+        return self.dfa if self.is_regular else self.pushdown(BYTE_MARGIN)
+
+    def pushdown(self, margin: int) -> PushdownDFA:
+        """``dfa`` with its calls, counted loops exact for tokens of up to ``margin`` bytes."""
+        return pushdown_automaton(self.dfa, self.callee, self.counted, margin)
+
+
+#: Any margin is exact byte by byte; it only matters to the masks of tokens.
+BYTE_MARGIN = 8
+
+
+def pushdown_automaton(dfa: ByteDFA, callee: ByteDFA | None, counted, margin: int) -> PushdownDFA:
+    """The pushdown automaton of a compiled schema (see :class:`SchemaLanguage`)."""
+    return PushdownDFA(dfa, callee, [counted_string_callee(low, high, margin) for low, high in counted])
 
 
 def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
@@ -102,10 +123,17 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
         raise SchemaError("the schema nests too deeply to compile", "#") from None
     if not dfa.accepting.any():  # emptiness found only by the set operations (oneOf, not, ...)
         return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [UNSATISFIABLE])
-    callee = _bounded_callee(options.whitespace, options.max_whitespace) if has_calls(dfa) else None
+    calls_any = bool((dfa.trans[:, CALL] >= 0).any())
+    callee = _bounded_callee(options.whitespace, options.max_whitespace) if calls_any else None
     if options.whitespace == "flexible":
         dfa = bound_runs(dfa, structural_loops(dfa), WS_BYTES, options.max_whitespace)
-    return SchemaLanguage(dfa, emitter.notes, callee)
+    return SchemaLanguage(dfa, emitter.notes, callee, _called(dfa, emitter.counted))
+
+
+def _called(dfa: ByteDFA, counted: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """The counted callees up to the last one ``dfa`` still calls (products expand theirs)."""
+    used = [bool((dfa.trans[:, symbol] >= 0).any()) for symbol in COUNTED_SYMBOLS[:len(counted)]]
+    return tuple(counted[:max((j + 1 for j, u in enumerate(used) if u), default=0)])
 
 
 @lru_cache(maxsize=8)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import difference, intersect, union, without_words
-from ...automata.pushdown import call_marker, expand_calls, has_calls
+from ...automata.pushdown import CALL, COUNTED_SYMBOLS, call_marker, expand_calls, has_calls
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
 from .document import Loc, SchemaDocument
@@ -34,7 +34,8 @@ from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
 from .slots import shared_slots
 from .spec import ANNOTATION_KEYWORDS, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec, place_branch, spec_of
-from .strings import ANY_CHAR, any_string_dfa, encode_chars, encoded_string, pattern_tree, string_tree
+from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, any_string_dfa, counted_string_dfa, encode_chars,
+                      encoded_string, pattern_tree, string_tree)
 from .trees import EMPTY, NOTHING, alt, cls, lit, seq, star
 
 __all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES", "largest_parts", "any_value_callee"]
@@ -109,6 +110,8 @@ class SchemaEmitter:
         self.spelling_sensitive = 0
         # (pointer, states) of the string and recursion automata built: what grew, when the whole is too large.
         self.sizes: list[tuple[str, int]] = []
+        # (minLength, maxLength) of the long strings that are counted callees: COUNTED_SYMBOLS[j] calls entry j.
+        self.counted: list[tuple[int, int]] = []
 
     # -- entry points -------------------------------------------------------------
     def root(self) -> RegexNode:
@@ -174,11 +177,27 @@ class SchemaEmitter:
     def _plain(self, dfa: ByteDFA | None) -> ByteDFA | None:
         """``dfa`` with its calls expanded (products are exact over bytes only): free-form
         values inside ``not``/``oneOf``/``if``/``contains`` operands nest at most
-        :data:`OPERAND_ANY_DEPTH` deep (or ``max_any_depth``, when set)."""
+        :data:`OPERAND_ANY_DEPTH` deep (or ``max_any_depth``, when set); long strings
+        are eager counts again (which may be too large: RegexError)."""
         if dfa is None or not has_calls(dfa):
             return dfa
-        depth = OPERAND_ANY_DEPTH if self.max_any_depth is None else self.max_any_depth
-        return expand_calls(dfa, any_value_dfa(self.layout.mode, depth, plain_numbers=True))
+        callees = {symbol: counted_string_dfa(*bounds) for symbol, bounds in zip(COUNTED_SYMBOLS, self.counted)
+                   if (dfa.trans[:, symbol] >= 0).any()}
+        if (dfa.trans[:, CALL] >= 0).any():
+            depth = OPERAND_ANY_DEPTH if self.max_any_depth is None else self.max_any_depth
+            callees[CALL] = any_value_dfa(self.layout.mode, depth, plain_numbers=True)
+        return expand_calls(dfa, callees)
+
+    def _counted_call(self, low: int, high: int | None) -> RegexNode | None:
+        """A call into a counted callee for a long string with no other constraint (None: count
+        it eagerly).  Not where one DFA must hold the language (``max_any_depth``)."""
+        if self.max_any_depth is not None or high is None or high - low < LONG_STRING or low > MAX_COUNTED_LOW:
+            return None
+        if (low, high) not in self.counted:
+            if len(self.counted) == len(COUNTED_SYMBOLS):
+                return None
+            self.counted.append((low, high))
+        return Automaton(call_marker(COUNTED_SYMBOLS[self.counted.index((low, high))]))
 
     def _plain_tree(self, tree: RegexNode) -> RegexNode:
         dfa = self._plain(self._dfa(tree))
@@ -385,6 +404,9 @@ class SchemaEmitter:
             except RegexError as err:
                 raise SchemaError(f"pattern {pattern!r} cannot be compiled: {err.reason}", (loc.pointer or "#") + "/pattern") from None
             patterns.append(pattern)
+        tree = None if patterns or formats else self._counted_call(spec.min_length, spec.max_length)
+        if tree is not None:
+            return tree
         try:
             tree = string_tree(spec.min_length, spec.max_length, patterns, formats)
         except RegexError as err:
@@ -498,7 +520,7 @@ class SchemaEmitter:
             return None
         tree = self.value_of(spec.property_names, chain)
         strings = any_string_dfa()
-        names = intersect(strings, build_byte_dfa(tree)) if tree is not NOTHING else None
+        names = intersect(strings, self._plain(self._dfa(tree))) if tree is not NOTHING else None
         return names if names is not None else _NO_NAMES
 
     def _array_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:

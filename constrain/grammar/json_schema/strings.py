@@ -17,13 +17,20 @@ import numpy as np
 
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import intersect
+from ...automata.pushdown import CountedCallee
 from ...errors import RegexError
 from ..regex import Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, _Anchor, _Parser, _strip_anchors, normalize_ranges
 from .formats import FORMATS
 from .trees import EMPTY, NOTHING, alt, lit, rep, seq, star
 
 __all__ = ["encode_chars", "string_tree", "encoded_string", "ANY_CHAR", "pattern_tree", "format_dfa", "any_string_dfa",
-           "counted_dfa", "length_range"]
+           "counted_dfa", "length_range", "counted_string_dfa", "counted_string_callee", "LONG_STRING"]
+
+#: Strings whose length bounds are this far apart are counted callees outside products
+#: (:func:`counted_string_callee`): an eager count costs ~14 states per character.
+LONG_STRING = 512
+#: ...unless ``minLength`` itself is larger than this (the copies before the loop stay eager).
+MAX_COUNTED_LOW = 4096
 
 ANY_CHAR: RegexNode = CharSet(((0, 0xD7FF), (0xE000, 0x10FFFF)))
 _SHORT_ESCAPES = {0x22: '\\"', 0x5C: "\\\\", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
@@ -198,14 +205,9 @@ def counted_dfa(unit: ByteDFA, low: int, high: int | None) -> ByteDFA:
     width = inner.size
     if (copies - 1) * width + 1 > MAX_DFA_STATES:
         raise RegexError(f"counting {copies - 1:,} characters takes {(copies - 1) * width + 1:,}", "", 0)
-    # One copy as a template: inner states by position (the unit's start at 0), a finished
-    # unit as `width` (the next copy's start), so copy k is the template plus k * width.
-    order = np.concatenate([[unit.start], inner[inner != unit.start]])
-    local = np.full(unit.num_states, -1, dtype=np.int32)
-    local[order] = np.arange(width, dtype=np.int32)
-    local[unit.accepting] = 0 if loops and low == 0 else width
-    rows = unit.trans[order]
-    template = np.where(rows >= 0, local[np.maximum(rows, 0)], -1).astype(np.int32)
+    template = _unit_template(unit)
+    if loops and low == 0:  # one copy, whose finished units lead back to its start
+        template[template == width] = 0
     trans = np.repeat(template[None], copies, axis=0)
     trans += (np.arange(copies, dtype=np.int32) * np.int32(width))[:, None, None] * (template >= 0)[None]
     trans = trans.reshape(copies * width, 256)
@@ -217,6 +219,62 @@ def counted_dfa(unit: ByteDFA, low: int, high: int | None) -> ByteDFA:
     accepting = np.zeros(trans.shape[0], dtype=bool)
     accepting[np.arange(low, copies) * width] = True
     return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), accepting, 0)
+
+
+@lru_cache(maxsize=64)
+def counted_string_dfa(low: int, high: int) -> ByteDFA:
+    """The encoded string (quotes included) of ``low`` to ``high`` characters, as one eager DFA
+    (what a product's operand needs instead of a counted callee); raises RegexError past
+    ``MAX_DFA_STATES``."""
+    return build_byte_dfa(seq(lit('"'), Automaton(counted_dfa(_encoded_char_dfa(), low, high)), lit('"')))
+
+
+@lru_cache(maxsize=64)
+def counted_string_callee(low: int, high: int, margin: int) -> CountedCallee:
+    """The encoded string of ``low`` to ``high`` characters as a callee whose middle loop counts.
+
+    States: the opening quote; ``low`` eager copies of one character (the
+    :func:`counted_dfa` template); one copy that loops while the count (kept by
+    :class:`~constrain.automata.pushdown.PushdownDFA`) is below ``high - margin``;
+    ``margin`` eager copies up to the bound; its last start; the closing quote.
+    Every copy from ``low`` on may close the string.  About ``14 * (low + margin)``
+    states whatever ``high`` is.  With no room for a loop (``high - margin <= low``), the
+    eager :func:`counted_string_dfa`.
+    """
+    if high - margin <= low:
+        return CountedCallee(counted_string_dfa(low, high), 0, 0, 0, low, high, 0, margin)
+    template = _unit_template(_encoded_char_dfa())
+    width = template.shape[0]
+    loop = low  # copies 0..low-1 count up to the loop; low + 1.. are the margin's
+    copies = low + 1 + margin
+    bases = 1 + np.arange(copies, dtype=np.int32) * width
+    following = bases + width  # where a finished character goes: the next copy's start...
+    following[loop] = bases[loop]  # ...but the loop returns to its own
+    last, close = 1 + copies * width, 2 + copies * width
+    trans = np.where(template[None] < 0, -1,
+                     np.where(template[None] == width, following[:, None, None], template[None] + bases[:, None, None]))
+    trans = np.concatenate([np.full((1, 256), -1, np.int32), trans.reshape(copies * width, 256).astype(np.int32),
+                            np.full((2, 256), -1, np.int32)])
+    trans[0, ord('"')] = 1
+    trans[np.append(bases[low:], last), ord('"')] = close
+    accepting = np.zeros(trans.shape[0], dtype=bool)
+    accepting[close] = True
+    start = int(bases[loop])
+    return CountedCallee(ByteDFA(np.ascontiguousarray(trans), accepting, 0), start, start + width, start,
+                         low, high - margin, start + width, margin)
+
+
+def _unit_template(unit: ByteDFA) -> np.ndarray:
+    """One copy of a prefix-free unit's rows: its inner states by position (the unit's
+    start at 0), a finished unit as ``width`` (the next copy's start), so copy k is the
+    template plus ``k * width`` and its finished units lead into copy k + 1."""
+    inner = np.flatnonzero(~unit.accepting)
+    order = np.concatenate([[unit.start], inner[inner != unit.start]])
+    local = np.full(unit.num_states, -1, dtype=np.int32)
+    local[order] = np.arange(inner.size, dtype=np.int32)
+    local[unit.accepting] = inner.size
+    rows = unit.trans[order]
+    return np.where(rows >= 0, local[np.maximum(rows, 0)], -1).astype(np.int32)
 
 
 def _as_dfa(node: RegexNode):
