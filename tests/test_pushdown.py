@@ -286,3 +286,27 @@ def test_counted_callees_round_trip_the_disk_cache(infos, tmp_path):
     assert second.engine.automaton.counted == first.engine.automaton.counted != ()
     matcher = Matcher(second)
     assert matcher.accept_bytes(b'{"text": "' + b"x" * 32767) and matcher.forced_bytes() == b'"'
+
+
+def test_short_counts_are_inlined_into_one_dfa():
+    """Bounds 64 to 511 apart are placeholders inlined after the schema's DFA is built: the
+    language stays regular and equal to the eager count's."""
+    schema = {"type": "object", "additionalProperties": False, "properties": {
+        "a": {"type": "string", "maxLength": 100}, "e": {"type": "string", "minLength": 3, "maxLength": 200},
+        "c": {"anyOf": [{"type": "string", "maxLength": 100}, {"type": "integer"}]}}}
+    language = schema_to_dfa(schema)
+    eager = schema_to_dfa(schema, JsonSchemaOptions(max_any_depth=3)).dfa
+    assert language.is_regular and not has_calls(language.dfa)
+    assert difference(language.dfa, eager) is None and difference(eager, language.dfa) is None
+    # Where a site already reads a quote (an anyOf of two strings), that site keeps its call.
+    mixed = {**schema, "properties": {**schema["properties"], "b": {"type": "string", "maxLength": 1000},
+                                      "d": {"anyOf": [{"type": "string", "maxLength": 100}, {"pattern": "^x"}]}}}
+    language = schema_to_dfa(mixed)
+    assert language.counted == ((0, 100), (0, 1000))
+    automaton, eager = language.automaton, schema_to_dfa(mixed, JsonSchemaOptions(max_any_depth=3)).dfa
+    rng = random.Random(2)
+    for _ in range(300):
+        value = {key: "".join(rng.choice('ax"é') for _ in range(rng.choice([0, 2, 3, 99, 100, 101, 199, 200, 201, 1001])))
+                 for key in rng.sample("abcde", rng.randint(0, 5))}
+        text = json.dumps(value, ensure_ascii=False).encode()
+        assert automaton.matches(text) == eager.matches(text), {k: len(v) for k, v in value.items()}

@@ -43,7 +43,8 @@ from .engine_base import EngineBase
 from .token_dfa import MAX_FORCED_BYTES
 from .token_trie import new_loop_memo
 
-__all__ = ["CALL", "COUNTED_SYMBOLS", "CALL_SYMBOLS", "call_marker", "has_calls", "expand_calls", "CountedCallee",
+__all__ = ["CALL", "COUNTED_SYMBOLS", "CALL_SYMBOLS", "call_marker", "has_calls", "expand_calls", "inline_calls",
+           "CountedCallee",
            "PushdownDFA", "TokenPDA"]
 
 #: The byte that stands for "one value of the callee" in a DFA with calls.
@@ -103,6 +104,50 @@ def expand_calls(dfa: ByteDFA, callees: ByteDFA | Mapping[int, ByteDFA]) -> Byte
     assert pruned is not None  # the callee is not empty, so nothing that was live dies
     trans, labels, (start,) = _minimize(*pruned)
     return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), labels >= 0, start)
+
+
+def inline_calls(dfa: ByteDFA, symbol: int, callee: ByteDFA, max_states: int) -> ByteDFA | None:
+    """``dfa`` with each ``symbol`` move ``s -> r`` replaced by a copy of ``callee`` wired
+    from ``s`` to ``r``, without determinising anything again.
+
+    The callee must start in a state nothing returns to and end in accepting
+    states that read nothing more (a JSON string does).  Its start's moves then
+    become ``s``'s, its ends become ``r``: deterministic unless ``s`` already moves
+    on a byte the callee starts with, so such sites keep their call.  Every copied
+    state is live, because every callee state reaches an end and ``r`` is live.
+    Unlike :func:`expand_calls`, this costs a copy of the callee per call, not a
+    subset construction over all.  None when the result would pass ``max_states``.
+    """
+    ctrans, start = callee.trans, callee.start
+    first = ctrans[start] >= 0
+    if (ctrans == start).any() or callee.accepting[start] or (ctrans[callee.accepting] >= 0).any():
+        raise ValueError("the callee must start where nothing returns and end where nothing follows")
+    sites = np.flatnonzero(dfa.trans[:, symbol] >= 0)
+    sites = sites[~(dfa.trans[sites][:, first] >= 0).any(axis=1)]  # not where a site reads those bytes already
+    if sites.size == 0:
+        return dfa
+    inner = np.flatnonzero(~callee.accepting & (np.arange(callee.num_states) != start))
+    m = inner.size
+    if dfa.num_states + sites.size * m > max_states:
+        return None
+    local = np.full(callee.num_states, -1, dtype=np.int64)
+    local[inner] = np.arange(m)
+    local[callee.accepting] = m  # an end: the site's return state
+    template = np.where(ctrans >= 0, local[np.maximum(ctrans, 0)], -1)
+    returns = dfa.trans[sites, symbol].astype(np.int64)
+    bases = dfa.num_states + np.arange(sites.size, dtype=np.int64) * m
+
+    def wired(rows: np.ndarray) -> np.ndarray:  # rows [k, ..., 256] of local ids, per site
+        shape = (-1,) + (1,) * (rows.ndim - 1)
+        out = np.where(rows == m, returns.reshape(shape), rows + bases.reshape(shape))
+        return np.where(rows < 0, -1, out)
+
+    trans = np.concatenate([dfa.trans, wired(np.broadcast_to(template[inner], (sites.size, m, 256))).reshape(-1, 256)])
+    trans = trans.astype(np.int32)
+    trans[sites[:, None], np.flatnonzero(first)[None, :]] = wired(np.broadcast_to(template[start][first], (sites.size, int(first.sum()))))
+    trans[sites, symbol] = -1
+    accepting = np.concatenate([dfa.accepting, np.zeros(sites.size * m, dtype=bool)])
+    return ByteDFA(np.ascontiguousarray(trans), accepting, dfa.start)
 
 
 _MOST_BYTES: dict[tuple[str, bytes], int] = {}
@@ -176,9 +221,9 @@ class PushdownDFA:
         if unknown:
             raise ValueError(f"the DFA calls symbols no callee stands for: {', '.join(unknown)}")
         blocks = [dfa] + ([callee] if callee is not None else []) + [c.dfa for c in counted]
-        offsets = np.cumsum([0] + [b.num_states for b in blocks])
-        table = np.concatenate([np.where(b.trans >= 0, b.trans + off, -1) for b, off in zip(blocks, offsets)])
-        table = table.astype(np.int32)
+        offsets = np.cumsum([0] + [b.num_states for b in blocks]).tolist()
+        table = np.concatenate([dfa.trans] + [np.where(b.trans >= 0, b.trans + np.int32(off), np.int32(-1))
+                                              for b, off in zip(blocks[1:], offsets[1:])])
         #: call_ret[s, c]: where the text goes on after a value of callee c called at s (-1: no call).
         self.call_ret = np.ascontiguousarray(table[:, symbols])
         #: The start state of each callee, by column of ``call_ret``.
@@ -198,11 +243,13 @@ class PushdownDFA:
                                           for c, r in enumerate(self.call_ret[state].tolist()) if r >= 0)
         self._accept_list = self.accepting.tolist()
         self._loops: list[tuple[int, int, int, int]] = []  # (start, entry, exit_at, exit_to), table ids
-        loop_of = np.full(self.stride, -1, dtype=np.int64)
-        for j, (c, off) in enumerate(zip(counted, offsets[len(blocks) - len(counted):-1].tolist())):
-            loop_of[off + c.loop_first:off + c.loop_stop] = j
-            self._loops.append((off + c.loop_start, c.entry, c.exit_at, off + c.exit_to))
-        self._loop_of = loop_of.tolist()
+        self._loop_of: list[int] | None = None  # per state: its counted loop, or -1 (None: no loops)
+        if counted:
+            loop_of = np.full(self.stride, -1, dtype=np.int64)
+            for j, (c, off) in enumerate(zip(counted, offsets[len(blocks) - len(counted):-1])):
+                loop_of[off + c.loop_first:off + c.loop_stop] = j
+                self._loops.append((off + c.loop_start, c.entry, c.exit_at, off + c.exit_to))
+            self._loop_of = loop_of.tolist()
 
     def real(self, state: int) -> int:
         """The table's state of a configuration's current state (virtual inside a counted loop)."""
@@ -245,7 +292,7 @@ class PushdownDFA:
             cur = config[-1]
             nxt = item(cur % stride, byte)
             if nxt >= 0:
-                if loop_of[nxt] >= 0:
+                if loop_of is not None and loop_of[nxt] >= 0:
                     nxt = self._counted(cur, nxt)
                 moved.add(config[:-1] + (nxt,))
         return tuple(sorted(moved))
@@ -351,9 +398,10 @@ class TokenPDA(EngineBase):
     def _without_counts(self, state: tuple) -> tuple:
         """``state`` with the table's states for virtual ones: no token sees a loop's count."""
         stride = self.automaton.stride
-        if all(c[-1] < stride for c in state):
-            return state
-        return tuple(sorted({c[:-1] + (c[-1] % stride,) for c in state}))
+        for config in state:
+            if config[-1] >= stride:
+                return tuple(sorted({c[:-1] + (c[-1] % stride,) for c in state}))
+        return state
 
     def forced_bytes(self, state: tuple) -> bytes:
         """The bytes every continuation from ``state`` must start with (jump-forward)."""

@@ -16,10 +16,11 @@ import numpy as np
 
 from ...automata.byte_dfa import ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import bound_runs
-from ...automata.pushdown import CALL, COUNTED_SYMBOLS, PushdownDFA
+from ...automata.byte_dfa import MAX_DFA_STATES
+from ...automata.pushdown import CALL, COUNTED_SYMBOLS, PushdownDFA, inline_calls
 from ...errors import RegexError, SchemaError
 from .document import SchemaDocument, load_schema
-from .strings import counted_string_callee
+from .strings import LONG_STRING, counted_string_callee, counted_string_dfa
 from .emit import WHITESPACE_MODES, WS_BYTES, Layout, SchemaEmitter, any_value_callee, largest_parts
 from .trees import NOTHING, seq
 
@@ -123,17 +124,35 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
         raise SchemaError("the schema nests too deeply to compile", "#") from None
     if not dfa.accepting.any():  # emptiness found only by the set operations (oneOf, not, ...)
         return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [UNSATISFIABLE])
+    dfa, counted = _inline_short_counts(dfa, emitter.counted)
     calls_any = bool((dfa.trans[:, CALL] >= 0).any())
     callee = _bounded_callee(options.whitespace, options.max_whitespace) if calls_any else None
     if options.whitespace == "flexible":
         dfa = bound_runs(dfa, structural_loops(dfa), WS_BYTES, options.max_whitespace)
-    return SchemaLanguage(dfa, emitter.notes, callee, _called(dfa, emitter.counted))
+    return SchemaLanguage(dfa, emitter.notes, callee, counted)
 
 
-def _called(dfa: ByteDFA, counted: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    """The counted callees up to the last one ``dfa`` still calls (products expand theirs)."""
-    used = [bool((dfa.trans[:, symbol] >= 0).any()) for symbol in COUNTED_SYMBOLS[:len(counted)]]
-    return tuple(counted[:max((j + 1 for j, u in enumerate(used) if u), default=0)])
+def _inline_short_counts(dfa: ByteDFA, counted: list[tuple[int, int]]) -> tuple[ByteDFA, tuple[tuple[int, int], ...]]:
+    """``dfa`` with its short counted strings inlined (a copy per call, before whitespace
+    bounding multiplies the call sites), and the counts still called, renumbered onto
+    the first symbols.  A short count's site that cannot be inlined (it already reads a
+    quote there: an ``anyOf`` of strings) stays a call; products expanded theirs already."""
+    called: list[tuple[tuple[int, int], int]] = []
+    for symbol, (low, high) in zip(COUNTED_SYMBOLS, counted):
+        if not (dfa.trans[:, symbol] >= 0).any():
+            continue
+        if high - low < LONG_STRING:
+            dfa = inline_calls(dfa, symbol, counted_string_dfa(low, high), MAX_DFA_STATES) or dfa
+            if not (dfa.trans[:, symbol] >= 0).any():
+                continue
+        called.append(((low, high), symbol))
+    if [symbol for _, symbol in called] != list(COUNTED_SYMBOLS[:len(called)]):
+        trans = dfa.trans.copy()
+        trans[:, list(COUNTED_SYMBOLS)] = -1
+        for index, (_, symbol) in enumerate(called):
+            trans[:, COUNTED_SYMBOLS[index]] = dfa.trans[:, symbol]
+        dfa = ByteDFA(trans, dfa.accepting, dfa.start)
+    return dfa, tuple(bounds for bounds, _ in called)
 
 
 @lru_cache(maxsize=8)

@@ -34,8 +34,8 @@ from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
 from .slots import shared_slots
 from .spec import ANNOTATION_KEYWORDS, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec, place_branch, spec_of
-from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, any_string_dfa, counted_string_dfa, encode_chars,
-                      encoded_string, pattern_tree, string_tree)
+from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, SHORT_STRING, any_string_dfa,
+                      counted_states, counted_string_dfa, encode_chars, encoded_string, pattern_tree, string_tree)
 from .trees import EMPTY, NOTHING, alt, cls, lit, seq, star
 
 __all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES", "largest_parts", "any_value_callee"]
@@ -110,8 +110,10 @@ class SchemaEmitter:
         self.spelling_sensitive = 0
         # (pointer, states) of the string and recursion automata built: what grew, when the whole is too large.
         self.sizes: list[tuple[str, int]] = []
-        # (minLength, maxLength) of the long strings that are counted callees: COUNTED_SYMBOLS[j] calls entry j.
+        # (minLength, maxLength) of the strings that are counted callees: COUNTED_SYMBOLS[j] calls entry j.
         self.counted: list[tuple[int, int]] = []
+        # Short counts (inlined later) take only the symbols the long ones, which stay calls, leave.
+        self._short_budget = max(0, min(MAX_SHORT_COUNTS, len(COUNTED_SYMBOLS) - len(_long_bounds(doc.root))))
 
     # -- entry points -------------------------------------------------------------
     def root(self) -> RegexNode:
@@ -189,12 +191,15 @@ class SchemaEmitter:
         return expand_calls(dfa, callees)
 
     def _counted_call(self, low: int, high: int | None) -> RegexNode | None:
-        """A call into a counted callee for a long string with no other constraint (None: count
-        it eagerly).  Not where one DFA must hold the language (``max_any_depth``)."""
-        if self.max_any_depth is not None or high is None or high - low < LONG_STRING or low > MAX_COUNTED_LOW:
+        """A call into a counted callee for a string with no other constraint than its length
+        (None: count it eagerly here).  Long ones stay calls; short ones are inlined when the
+        schema's DFA is built (``schema_to_dfa``).  Not where one DFA must hold the language
+        (``max_any_depth``), nor past the symbols there are."""
+        if self.max_any_depth is not None or high is None or high - low < SHORT_STRING or low > MAX_COUNTED_LOW:
             return None
         if (low, high) not in self.counted:
-            if len(self.counted) == len(COUNTED_SYMBOLS):
+            short = sum(h - lo < LONG_STRING for lo, h in self.counted)
+            if len(self.counted) == len(COUNTED_SYMBOLS) or (high - low < LONG_STRING and short >= self._short_budget):
                 return None
             self.counted.append((low, high))
         return Automaton(call_marker(COUNTED_SYMBOLS[self.counted.index((low, high))]))
@@ -406,6 +411,8 @@ class SchemaEmitter:
             patterns.append(pattern)
         tree = None if patterns or formats else self._counted_call(spec.min_length, spec.max_length)
         if tree is not None:
+            if spec.max_length - spec.min_length < LONG_STRING:  # inlined or expanded: it still costs its states
+                self.sizes.append((_string_pointer(spec), counted_states(spec.max_length)))
             return tree
         try:
             tree = string_tree(spec.min_length, spec.max_length, patterns, formats)
@@ -731,6 +738,23 @@ def _string_pointer(spec: Spec) -> str:
         if isinstance(loc.node, dict) and any(k in loc.node for k in ("maxLength", "minLength", "pattern", "format")):
             return loc.pointer or "#"
     return (spec.sources[0].pointer if spec.sources else "") or "#"
+
+
+def _long_bounds(node: Any, found: set | None = None) -> set[tuple[int, int]]:
+    """The (minLength, maxLength) pairs a document writes that would be long counted callees
+    (a raw scan: merged bounds can differ, which only changes who gets a symbol)."""
+    found = set() if found is None else found
+    if isinstance(node, dict):
+        low, high = node.get("minLength", 0), node.get("maxLength")
+        if (isinstance(high, int) and isinstance(low, int) and high - low >= LONG_STRING
+                and "pattern" not in node and "format" not in node):
+            found.add((low, high))
+        for value in node.values():
+            _long_bounds(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _long_bounds(value, found)
+    return found
 
 
 def _string_blame(spec: Spec, patterns: list[str], formats: list[str], reason: str) -> str:

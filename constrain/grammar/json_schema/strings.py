@@ -24,11 +24,17 @@ from .formats import FORMATS
 from .trees import EMPTY, NOTHING, alt, lit, rep, seq, star
 
 __all__ = ["encode_chars", "string_tree", "encoded_string", "ANY_CHAR", "pattern_tree", "format_dfa", "any_string_dfa",
-           "counted_dfa", "length_range", "counted_string_dfa", "counted_string_callee", "LONG_STRING"]
+           "counted_dfa", "length_range", "counted_string_dfa", "counted_string_callee", "counted_states", "LONG_STRING",
+           "SHORT_STRING", "MAX_SHORT_COUNTS"]
 
 #: Strings whose length bounds are this far apart are counted callees outside products
 #: (:func:`counted_string_callee`): an eager count costs ~14 states per character.
 LONG_STRING = 512
+#: Closer bounds, from this far apart, are placeholders too, inlined once the schema's DFA
+#: is built (:func:`~constrain.automata.pushdown.inline_calls`): no subset construction
+#: runs over their copies.  At most :data:`MAX_SHORT_COUNTS` such bounds per schema.
+SHORT_STRING = 64
+MAX_SHORT_COUNTS = 6
 #: ...unless ``minLength`` itself is larger than this (the copies before the loop stay eager).
 MAX_COUNTED_LOW = 4096
 
@@ -219,6 +225,11 @@ def counted_dfa(unit: ByteDFA, low: int, high: int | None) -> ByteDFA:
     accepting = np.zeros(trans.shape[0], dtype=bool)
     accepting[np.arange(low, copies) * width] = True
     return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), accepting, 0)
+
+
+def counted_states(high: int) -> int:
+    """States of the eager count of up to ``high`` characters (:func:`counted_dfa`)."""
+    return high * int((~_encoded_char_dfa().accepting).sum()) + 1
 
 
 @lru_cache(maxsize=64)
