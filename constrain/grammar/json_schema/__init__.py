@@ -14,14 +14,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...automata.byte_dfa import ByteDFA, build_byte_dfa
+from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import bound_runs
-from ...automata.byte_dfa import MAX_DFA_STATES
 from ...automata.pushdown import CALL, COUNTED_SYMBOLS, PushdownDFA, inline_calls
 from ...errors import RegexError, SchemaError
 from .document import SchemaDocument, load_schema
-from .strings import LONG_STRING, counted_string_callee, counted_string_dfa
 from .emit import WHITESPACE_MODES, WS_BYTES, Layout, SchemaEmitter, any_value_callee, largest_parts
+from .strings import LONG_STRING, counted_string_callee, counted_string_dfa
 from .trees import NOTHING, seq
 
 __all__ = ["JsonSchemaOptions", "SchemaLanguage", "schema_to_dfa", "load_schema", "pushdown_automaton", "UNSATISFIABLE"]
@@ -59,7 +58,7 @@ class SchemaLanguage:
 
     ``callee`` is the any-value automaton that ``dfa``'s :data:`~constrain.automata.pushdown.CALL`
     moves call (None when ``dfa`` has none); ``counted`` holds the (minLength, maxLength)
-    of the long strings that ``COUNTED_SYMBOLS[j]`` moves call.  With neither, the
+    of the counted strings that ``COUNTED_SYMBOLS[j]`` moves call.  With neither, the
     language is regular.
     """
 

@@ -179,7 +179,7 @@ class SchemaEmitter:
     def _plain(self, dfa: ByteDFA | None) -> ByteDFA | None:
         """``dfa`` with its calls expanded (products are exact over bytes only): free-form
         values inside ``not``/``oneOf``/``if``/``contains`` operands nest at most
-        :data:`OPERAND_ANY_DEPTH` deep (or ``max_any_depth``, when set); long strings
+        :data:`OPERAND_ANY_DEPTH` deep (or ``max_any_depth``, when set); counted strings
         are eager counts again (which may be too large: RegexError)."""
         if dfa is None or not has_calls(dfa):
             return dfa
@@ -740,20 +740,21 @@ def _string_pointer(spec: Spec) -> str:
     return (spec.sources[0].pointer if spec.sources else "") or "#"
 
 
-def _long_bounds(node: Any, found: set | None = None) -> set[tuple[int, int]]:
+def _long_bounds(root: Any) -> set[tuple[int, int]]:
     """The (minLength, maxLength) pairs a document writes that would be long counted callees
     (a raw scan: merged bounds can differ, which only changes who gets a symbol)."""
-    found = set() if found is None else found
-    if isinstance(node, dict):
-        low, high = node.get("minLength", 0), node.get("maxLength")
-        if (isinstance(high, int) and isinstance(low, int) and high - low >= LONG_STRING
-                and "pattern" not in node and "format" not in node):
-            found.add((low, high))
-        for value in node.values():
-            _long_bounds(value, found)
-    elif isinstance(node, list):
-        for value in node:
-            _long_bounds(value, found)
+    found: set[tuple[int, int]] = set()
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            low, high = node.get("minLength", 0), node.get("maxLength")
+            if (isinstance(high, int) and isinstance(low, int) and high - low >= LONG_STRING
+                    and "pattern" not in node and "format" not in node):
+                found.add((low, high))
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
     return found
 
 
