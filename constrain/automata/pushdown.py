@@ -43,9 +43,8 @@ from .engine_base import EngineBase
 from .token_dfa import MAX_FORCED_BYTES
 from .token_trie import new_loop_memo
 
-__all__ = ["CALL", "COUNTED_SYMBOLS", "CALL_SYMBOLS", "call_marker", "has_calls", "expand_calls", "inline_calls",
-           "CountedCallee",
-           "PushdownDFA", "TokenPDA"]
+__all__ = ["CALL", "COUNTED_SYMBOLS", "CALL_SYMBOLS", "call_marker", "called_symbols", "has_calls", "expand_calls",
+           "inline_calls", "CountedCallee", "PushdownDFA", "TokenPDA"]
 
 #: The byte that stands for "one value of the callee" in a DFA with calls.
 CALL = 0xFF
@@ -60,6 +59,12 @@ def call_marker(symbol: int = CALL) -> ByteDFA:
     trans = np.full((2, 256), -1, dtype=np.int32)
     trans[0, symbol] = 1
     return ByteDFA(trans, np.array([False, True]), 0)
+
+
+def called_symbols(dfa: ByteDFA) -> frozenset[int]:
+    """The call symbols (:data:`CALL_SYMBOLS`) ``dfa`` has moves on: the callees it calls."""
+    used = (dfa.trans[:, CALL_SYMBOLS] >= 0).any(axis=0)
+    return frozenset(symbol for symbol, hit in zip(CALL_SYMBOLS, used.tolist()) if hit)
 
 
 def has_calls(dfa: ByteDFA) -> bool:
@@ -82,9 +87,9 @@ def expand_calls(dfa: ByteDFA, callees: ByteDFA | Mapping[int, ByteDFA]) -> Byte
     if not has_calls(dfa):
         return dfa
     callees = {CALL: callees} if isinstance(callees, ByteDFA) else callees
-    missing = [hex(s) for s in CALL_SYMBOLS if s not in callees and (dfa.trans[:, s] >= 0).any()]
+    missing = called_symbols(dfa) - callees.keys()
     if missing:
-        raise ValueError(f"no callee given for call symbols {', '.join(missing)}")
+        raise ValueError(f"no callee given for call symbols {', '.join(map(hex, sorted(missing)))}")
     nfa = _NFA()
     base = nfa.new_states(dfa.num_states)
     final = nfa.new_state()
@@ -217,9 +222,9 @@ class PushdownDFA:
         self.callee = callee
         self.counted = tuple(counted)
         symbols = ([CALL] if callee is not None else []) + list(COUNTED_SYMBOLS[:len(counted)])
-        unknown = [hex(s) for s in CALL_SYMBOLS if s not in symbols and (dfa.trans[:, s] >= 0).any()]
+        unknown = called_symbols(dfa) - set(symbols)
         if unknown:
-            raise ValueError(f"the DFA calls symbols no callee stands for: {', '.join(unknown)}")
+            raise ValueError(f"the DFA calls symbols no callee stands for: {', '.join(map(hex, sorted(unknown)))}")
         blocks = [dfa] + ([callee] if callee is not None else []) + [c.dfa for c in counted]
         offsets = np.cumsum([0] + [b.num_states for b in blocks]).tolist()
         table = np.concatenate([dfa.trans] + [np.where(b.trans >= 0, b.trans + np.int32(off), np.int32(-1))

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import bound_runs
-from ...automata.pushdown import CALL, COUNTED_SYMBOLS, PushdownDFA, inline_calls
+from ...automata.pushdown import CALL, COUNTED_SYMBOLS, PushdownDFA, called_symbols, inline_calls
 from ...errors import RegexError, SchemaError
 from .document import SchemaDocument, load_schema
 from .emit import WHITESPACE_MODES, WS_BYTES, Layout, SchemaEmitter, any_value_callee, largest_parts
@@ -124,8 +124,7 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
     if not dfa.accepting.any():  # emptiness found only by the set operations (oneOf, not, ...)
         return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [UNSATISFIABLE])
     dfa, counted = _inline_short_counts(dfa, emitter.counted)
-    calls_any = bool((dfa.trans[:, CALL] >= 0).any())
-    callee = _bounded_callee(options.whitespace, options.max_whitespace) if calls_any else None
+    callee = _bounded_callee(options.whitespace, options.max_whitespace) if CALL in called_symbols(dfa) else None
     if options.whitespace == "flexible":
         dfa = bound_runs(dfa, structural_loops(dfa), WS_BYTES, options.max_whitespace)
     return SchemaLanguage(dfa, emitter.notes, callee, counted)
@@ -137,12 +136,13 @@ def _inline_short_counts(dfa: ByteDFA, counted: list[tuple[int, int]]) -> tuple[
     the first symbols.  A short count's site that cannot be inlined (it already reads a
     quote there: an ``anyOf`` of strings) stays a call; products expanded theirs already."""
     called: list[tuple[tuple[int, int], int]] = []
+    used = called_symbols(dfa)
     for symbol, (low, high) in zip(COUNTED_SYMBOLS, counted):
-        if not (dfa.trans[:, symbol] >= 0).any():
+        if symbol not in used:
             continue
         if high - low < LONG_STRING:
             dfa = inline_calls(dfa, symbol, counted_string_dfa(low, high), MAX_DFA_STATES) or dfa
-            if not (dfa.trans[:, symbol] >= 0).any():
+            if symbol not in called_symbols(dfa):  # every site inlined
                 continue
         called.append(((low, high), symbol))
     if [symbol for _, symbol in called] != list(COUNTED_SYMBOLS[:len(called)]):

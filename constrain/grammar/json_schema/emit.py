@@ -19,14 +19,14 @@ import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Iterator
 
 import numpy as np
 
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import difference, intersect, union, without_words
-from ...automata.pushdown import CALL, COUNTED_SYMBOLS, call_marker, expand_calls, has_calls
+from ...automata.pushdown import CALL, COUNTED_SYMBOLS, call_marker, called_symbols, expand_calls, has_calls
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
 from .document import Loc, SchemaDocument
@@ -112,8 +112,6 @@ class SchemaEmitter:
         self.sizes: list[tuple[str, int]] = []
         # (minLength, maxLength) of the strings that are counted callees: COUNTED_SYMBOLS[j] calls entry j.
         self.counted: list[tuple[int, int]] = []
-        # Short counts (inlined later) take only the symbols the long ones, which stay calls, leave.
-        self._short_budget = max(0, min(MAX_SHORT_COUNTS, len(COUNTED_SYMBOLS) - len(_long_bounds(doc.root))))
 
     # -- entry points -------------------------------------------------------------
     def root(self) -> RegexNode:
@@ -183,12 +181,19 @@ class SchemaEmitter:
         are eager counts again (which may be too large: RegexError)."""
         if dfa is None or not has_calls(dfa):
             return dfa
+        used = called_symbols(dfa)
         callees = {symbol: counted_string_dfa(*bounds) for symbol, bounds in zip(COUNTED_SYMBOLS, self.counted)
-                   if (dfa.trans[:, symbol] >= 0).any()}
-        if (dfa.trans[:, CALL] >= 0).any():
+                   if symbol in used}
+        if CALL in used:
             depth = OPERAND_ANY_DEPTH if self.max_any_depth is None else self.max_any_depth
             callees[CALL] = any_value_dfa(self.layout.mode, depth, plain_numbers=True)
         return expand_calls(dfa, callees)
+
+    @cached_property
+    def _short_budget(self) -> int:
+        """Short counts (inlined later) take only the symbols the long ones, which stay calls,
+        leave (scanned on the first short count, not for every schema)."""
+        return max(0, min(MAX_SHORT_COUNTS, len(COUNTED_SYMBOLS) - len(_long_bounds(self.doc.root))))
 
     def _counted_call(self, low: int, high: int | None) -> RegexNode | None:
         """A call into a counted callee for a string with no other constraint than its length
