@@ -255,6 +255,7 @@ class Compiler:
         import json
 
         from .grammar.json_schema import JsonSchemaOptions, load_schema, pushdown_automaton, schema_to_dfa
+        from .grammar.json_schema.strings import CountedString
 
         options = JsonSchemaOptions(whitespace, max_whitespace, property_order, strict, max_recursion, max_any_depth)
         value = load_schema(schema)
@@ -267,13 +268,13 @@ class Compiler:
             if stored is not None and {"trans", "accepting", "start", "notes", "counted"} <= stored.keys():
                 dfa = _stored_dfa(stored, "")
                 callee = _stored_dfa(stored, "callee_") if "callee_trans" in stored else None
-                counted = tuple((int(low), int(high)) for low, high in stored["counted"].tolist())
+                counted = tuple(CountedString.from_json(c) for c in json.loads(bytes(stored["counted"]).decode()))
                 notes = tuple(json.loads(bytes(stored["notes"]).decode()))
             else:
                 language = schema_to_dfa(value, options, resources)
                 dfa, callee, counted, notes = language.dfa, language.callee, language.counted, tuple(language.notes)
                 arrays = {**_dfa_arrays(dfa, ""), **(_dfa_arrays(callee, "callee_") if callee is not None else {}),
-                          "counted": np.array(counted, dtype=np.int64).reshape(-1, 2),
+                          "counted": np.frombuffer(json.dumps([c.to_json() for c in counted]).encode(), dtype=np.uint8),
                           "notes": np.frombuffer(json.dumps(notes).encode(), dtype=np.uint8)}
                 self._disk.save("dfa", disk_key, arrays)
             if callee is None and not counted:

@@ -20,6 +20,7 @@ from constrain import Compiler, Matcher
 from constrain.automata.dfa_ops import difference
 from constrain.automata.pushdown import CALL, CALL_SYMBOLS, PushdownDFA, TokenPDA, expand_calls, has_calls
 from constrain.grammar.json_schema import JsonSchemaOptions, schema_to_dfa
+from constrain.grammar.json_schema.strings import CountedString
 from constrain.testing import check_masks_along_random_walk
 
 FREE = {}
@@ -222,7 +223,7 @@ def _string_of(length: int, rng: random.Random) -> str:
 
 def test_long_strings_count_characters_exactly():
     language = schema_to_dfa(LONG_TEXT)
-    assert language.counted == ((3, 32767),) and not language.is_regular
+    assert language.counted == (CountedString(3, 32767),) and not language.is_regular
     automaton = language.automaton
     assert automaton.num_states < 1000
     rng = random.Random(0)
@@ -302,7 +303,7 @@ def test_short_counts_are_inlined_into_one_dfa():
     mixed = {**schema, "properties": {**schema["properties"], "b": {"type": "string", "maxLength": 1000},
                                       "d": {"anyOf": [{"type": "string", "maxLength": 100}, {"pattern": "^x"}]}}}
     language = schema_to_dfa(mixed)
-    assert language.counted == ((0, 100), (0, 1000))
+    assert language.counted == (CountedString(0, 100), CountedString(0, 1000))
     automaton, eager = language.automaton, schema_to_dfa(mixed, JsonSchemaOptions(max_any_depth=3)).dfa
     rng = random.Random(2)
     for _ in range(300):
@@ -310,3 +311,78 @@ def test_short_counts_are_inlined_into_one_dfa():
                  for key in rng.sample("abcde", rng.randint(0, 5))}
         text = json.dumps(value, ensure_ascii=False).encode()
         assert automaton.matches(text) == eager.matches(text), {k: len(v) for k, v in value.items()}
+
+
+# Patterns whose content needs several more characters to end: the copies after the loop
+# must outnumber a token's bytes plus those characters.  The second reads escapes and é.
+PATTERNS = [r"\.json$", '^[a-c\u00e9"\\n]*z[0-9]{3}$']
+
+
+def _pattern_value(pattern: str, length: int, rng: random.Random) -> str:
+    """A string of ``length`` characters, matching ``pattern`` when long enough (and not always)."""
+    tail = ".json" if pattern == PATTERNS[0] else "z" + "".join(rng.choice("0123456789") for _ in range(3))
+    body = "".join(rng.choice('abcé"\n' if pattern == PATTERNS[1] else "ab.jsoné") for _ in range(length))
+    if length >= len(tail) and rng.random() < 0.7:
+        body = body[:length - len(tail)] + tail
+    return body
+
+
+@pytest.mark.parametrize("high", [3000, 300])  # a long count, and one from PATTERN_COUNT
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_patterned_strings_are_counted_exactly(pattern, high):
+    """Byte by byte against Python's ``re`` and the length bounds, around the loop's exit and the bound."""
+    import re
+
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": pattern, "minLength": 2,
+                                                     "maxLength": high}}}
+    language = schema_to_dfa(schema)
+    assert language.counted == (CountedString(2, high, (pattern,)),) and not language.is_regular
+    automaton = language.automaton
+    rng = random.Random(7)
+    for length in (0, 1, 2, 3, 4, 5, 6, 7, 100, *(high + d for d in (-10, -5, -2, -1, 0, 1, 5))):
+        for _ in range(6):
+            value = _pattern_value(pattern, length, rng)
+            expected = bool(re.search(pattern, value)) and 2 <= len(value) <= high
+            text = json.dumps({"s": value}, ensure_ascii=False).encode()
+            assert automaton.matches(text) == expected, (length, value[-12:])
+
+
+@pytest.mark.parametrize("tokenizer", ["llama-3", "llama-2"])
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_counted_pattern_masks_equal_the_eager_count(infos, tokenizer, pattern):
+    """The loop's rows ignore the count: every mask equals the eagerly counted DFA's, in the
+    loop, at its exit, and in the copies up to the bound."""
+    info = infos(tokenizer)
+    compiler = Compiler(info, cache_dir=False)
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": pattern, "maxLength": 600}}}
+    counted = compiler.compile_json_schema(schema)
+    eager = compiler.compile_json_schema(schema, max_any_depth=3)
+    assert isinstance(counted.engine, TokenPDA) and eager.is_regular
+    (callee,) = counted.engine.automaton.counted
+    assert 0 < callee.exit_at <= 600 - callee.margin
+    rng = random.Random(len(info.token_bytes))
+    exit_at, compared = callee.exit_at, 0
+    for length in (0, 1, 4, 5, 50, exit_at - 2, exit_at - 1, exit_at, exit_at + 1, 590, 594, 595, 596, 599, 600):
+        value = _pattern_value(pattern, length, rng)
+        text = json.dumps({"s": value}, ensure_ascii=False).encode()[:-2]
+        for cut in (len(text), len(text) - 1, len(text) - 3):
+            matchers = [Matcher(counted), Matcher(eager)]
+            alive = [m.accept_bytes(text[:cut]) for m in matchers]
+            assert alive[0] == alive[1], (length, cut)
+            if not alive[0]:  # e.g. 599 characters without the pattern's ending: no room left
+                continue
+            compared += 1
+            rows = [m.next_token_mask_words() for m in matchers]
+            assert np.array_equal(rows[0], rows[1]), (length, cut, text[cut - 20:cut])
+            after = [m.accept_bytes(text[cut:] + b'"}') for m in matchers]
+            assert after[0] == after[1], (length, cut)
+    assert compared >= 30
+
+
+def test_counted_patterns_in_products_are_counted_eagerly():
+    schema = {"properties": {"d": {"type": "string", "pattern": "@", "maxLength": 700}}, "not": {"required": ["x"]}}
+    language = schema_to_dfa(schema)
+    assert language.counted == ()
+    for value, valid in (({"d": "a@b"}, True), ({"d": "a" * 698 + "@b"}, True), ({"d": "a" * 699 + "@b"}, False),
+                         ({"d": "ab.co"}, False), ({"x": 1}, False)):
+        assert language.automaton.matches(json.dumps(value).encode()) == valid, value

@@ -23,10 +23,10 @@ not).  A configuration's mask depends only on its current state and the top
 that key and computed by one numba walk of the token trie
 (:func:`~._kernels.walk_pda`).
 
-Long counted strings (``maxLength: 32767``) are callees too, one per count range
-(:class:`CountedCallee`, symbols :data:`COUNTED_SYMBOLS`): their middle is one loop
-whose count is kept in the configuration instead of in ``2 * maxLength`` copies of
-the string's states.  Far from the bound no token can see the count, so the loop's
+Long counted strings (``maxLength: 32767``, with or without a pattern or format)
+are callees too, one per string constraint (:class:`CountedCallee`, symbols
+:data:`COUNTED_SYMBOLS`): their middle is one loop whose count is kept in the
+configuration instead of in ``maxLength`` copies of the string's states.  Far from the bound no token can see the count, so the loop's
 rows are rows of the table; near it, the states are ordinary counted copies.
 """
 
@@ -135,20 +135,19 @@ def inline_calls(dfa: ByteDFA, symbol: int, callee: ByteDFA, max_states: int) ->
     m = inner.size
     if dfa.num_states + sites.size * m > max_states:
         return None
-    local = np.full(callee.num_states, -1, dtype=np.int64)
-    local[inner] = np.arange(m)
+    local = np.full(callee.num_states, -1, dtype=np.int32)  # int32 throughout: the result is large
+    local[inner] = np.arange(m, dtype=np.int32)
     local[callee.accepting] = m  # an end: the site's return state
-    template = np.where(ctrans >= 0, local[np.maximum(ctrans, 0)], -1)
-    returns = dfa.trans[sites, symbol].astype(np.int64)
-    bases = dfa.num_states + np.arange(sites.size, dtype=np.int64) * m
+    template = np.where(ctrans >= 0, local[np.maximum(ctrans, 0)], np.int32(-1))
+    returns = dfa.trans[sites, symbol]
+    bases = np.int32(dfa.num_states) + np.arange(sites.size, dtype=np.int32) * np.int32(m)
 
     def wired(rows: np.ndarray) -> np.ndarray:  # rows [k, ..., 256] of local ids, per site
         shape = (-1,) + (1,) * (rows.ndim - 1)
         out = np.where(rows == m, returns.reshape(shape), rows + bases.reshape(shape))
-        return np.where(rows < 0, -1, out)
+        return np.where(rows < 0, np.int32(-1), out)
 
     trans = np.concatenate([dfa.trans, wired(np.broadcast_to(template[inner], (sites.size, m, 256))).reshape(-1, 256)])
-    trans = trans.astype(np.int32)
     trans[sites[:, None], np.flatnonzero(first)[None, :]] = wired(np.broadcast_to(template[start][first], (sites.size, int(first.sum()))))
     trans[sites, symbol] = -1
     accepting = np.concatenate([dfa.accepting, np.zeros(sites.size * m, dtype=bool)])
@@ -176,29 +175,31 @@ def _most_bytes_in_a_token(info, wanted: np.ndarray) -> int:
 class CountedCallee:
     """A callee whose middle is one loop that counts its units outside the table.
 
-    ``dfa`` reads the whole value; its states ``[loop_first, loop_stop)`` are one
-    unit (one encoded character) that returns to ``loop_start`` when complete.
-    The loop is entered with ``entry`` units read; arriving at ``loop_start`` with
-    ``exit_at`` units read goes to ``exit_to`` instead (the first of the counted
-    copies that end at the bound).  ``margin`` (``exit_at`` to the bound) is how
-    many units a token may read without reaching the bound: masks are exact when
-    no token holds more bytes than that, since the loop's rows ignore the count.
-    An empty loop (``loop_first == loop_stop``) makes an eager callee.
+    ``dfa`` reads the whole value; its states ``[loop_first, loop_stop)`` are the
+    loop, which reads any number of units (encoded characters).  ``exits`` says,
+    per loop state, whether a unit has just ended there: -1 if not, else where the
+    text goes once the count reaches ``exit_at`` (the same place in the first of
+    the eager copies that end at the bound).  The loop is entered, on a unit's end,
+    with ``entry`` units read.  ``margin`` is how many bytes a token may read
+    without the count mattering: masks are exact when no token holds more, since
+    the loop's rows ignore the count.  A plain string's loop is one character that
+    returns to its start; a pattern's is the product of its automaton with the
+    character.  An empty loop (``loop_first == loop_stop``) makes an eager callee.
     """
 
     dfa: ByteDFA
     loop_first: int
     loop_stop: int
-    loop_start: int
+    exits: tuple[int, ...]
     entry: int
     exit_at: int
-    exit_to: int
     margin: int
 
     def __post_init__(self) -> None:
-        if self.loop_first < self.loop_stop and not (self.loop_first <= self.loop_start < self.loop_stop
-                                                     and self.entry < self.exit_at):
-            raise ValueError("a counted callee's loop must hold its start and be entered below its exit count")
+        if len(self.exits) != self.loop_stop - self.loop_first:
+            raise ValueError("a counted callee needs one exit (or -1) per loop state")
+        if self.loop_first < self.loop_stop and not (self.entry < self.exit_at and max(self.exits) >= 0):
+            raise ValueError("a counted callee's loop must end units and be entered below its exit count")
 
 
 class PushdownDFA:
@@ -247,14 +248,18 @@ class PushdownDFA:
             self._calls_of[state] = tuple((int(r), int(self.callee_starts[c]))
                                           for c, r in enumerate(self.call_ret[state].tolist()) if r >= 0)
         self._accept_list = self.accepting.tolist()
-        self._loops: list[tuple[int, int, int, int]] = []  # (start, entry, exit_at, exit_to), table ids
+        self._loops: list[tuple[int, int]] = []  # (entry, exit_at) per counted callee
         self._loop_of: list[int] | None = None  # per state: its counted loop, or -1 (None: no loops)
+        self._exit_of: list[int] = []  # per state: where a unit ending there exits its loop (-1: none)
         if counted:
             loop_of = np.full(self.stride, -1, dtype=np.int64)
+            exit_of = np.full(self.stride, -1, dtype=np.int64)
             for j, (c, off) in enumerate(zip(counted, offsets[len(blocks) - len(counted):-1])):
                 loop_of[off + c.loop_first:off + c.loop_stop] = j
-                self._loops.append((off + c.loop_start, c.entry, c.exit_at, off + c.exit_to))
-            self._loop_of = loop_of.tolist()
+                exits = np.asarray(c.exits, dtype=np.int64)
+                exit_of[off + c.loop_first:off + c.loop_stop] = np.where(exits >= 0, exits + off, -1)
+                self._loops.append((c.entry, c.exit_at))
+            self._loop_of, self._exit_of = loop_of.tolist(), exit_of.tolist()
 
     def real(self, state: int) -> int:
         """The table's state of a configuration's current state (virtual inside a counted loop)."""
@@ -304,13 +309,14 @@ class PushdownDFA:
 
     def _counted(self, cur: int, nxt: int) -> int:
         """The virtual state for table state ``nxt`` of a counted loop, reached from ``cur``:
-        a unit completes on each return to the loop's start."""
-        start, entry, exit_at, exit_to = self._loops[self._loop_of[nxt]]
+        a unit completes on each arrival where one ends (``exits``)."""
+        entry, exit_at = self._loops[self._loop_of[nxt]]
+        exit_to = self._exit_of[nxt]
         if cur >= self.stride:  # within the loop (loops never lead into one another)
-            count = cur // self.stride - 1 + (nxt == start)
-        else:
+            count = cur // self.stride - 1 + (exit_to >= 0)
+        else:  # entered, on a unit's end
             count = entry
-        if nxt == start and count >= exit_at:
+        if exit_to >= 0 and count >= exit_at:
             return exit_to
         return nxt + self.stride * (count + 1)
 

@@ -20,7 +20,7 @@ from ...automata.pushdown import CALL, COUNTED_SYMBOLS, PushdownDFA, called_symb
 from ...errors import RegexError, SchemaError
 from .document import SchemaDocument, load_schema
 from .emit import WHITESPACE_MODES, WS_BYTES, Layout, SchemaEmitter, any_value_callee, largest_parts
-from .strings import LONG_STRING, counted_string_callee, counted_string_dfa
+from .strings import CountedString, counted_string_callee
 from .trees import NOTHING, seq
 
 __all__ = ["JsonSchemaOptions", "SchemaLanguage", "schema_to_dfa", "load_schema", "pushdown_automaton", "UNSATISFIABLE"]
@@ -57,15 +57,15 @@ class SchemaLanguage:
     """The compiled language and what the compile had to say about it.
 
     ``callee`` is the any-value automaton that ``dfa``'s :data:`~constrain.automata.pushdown.CALL`
-    moves call (None when ``dfa`` has none); ``counted`` holds the (minLength, maxLength)
-    of the counted strings that ``COUNTED_SYMBOLS[j]`` moves call.  With neither, the
+    moves call (None when ``dfa`` has none); ``counted`` holds the counted strings (length
+    bounds, patterns, formats) that ``COUNTED_SYMBOLS[j]`` moves call.  With neither, the
     language is regular.
     """
 
     dfa: ByteDFA
     notes: list[str] = field(default_factory=list)
     callee: ByteDFA | None = None
-    counted: tuple[tuple[int, int], ...] = ()
+    counted: tuple[CountedString, ...] = ()
 
     @property
     def is_regular(self) -> bool:
@@ -87,7 +87,7 @@ BYTE_MARGIN = 8
 
 def pushdown_automaton(dfa: ByteDFA, callee: ByteDFA | None, counted, margin: int) -> PushdownDFA:
     """The pushdown automaton of a compiled schema (see :class:`SchemaLanguage`)."""
-    return PushdownDFA(dfa, callee, [counted_string_callee(low, high, margin) for low, high in counted])
+    return PushdownDFA(dfa, callee, [counted_string_callee(c, margin) for c in counted])
 
 
 def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
@@ -130,28 +130,28 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
     return SchemaLanguage(dfa, emitter.notes, callee, counted)
 
 
-def _inline_short_counts(dfa: ByteDFA, counted: list[tuple[int, int]]) -> tuple[ByteDFA, tuple[tuple[int, int], ...]]:
+def _inline_short_counts(dfa: ByteDFA, counted: list[CountedString]) -> tuple[ByteDFA, tuple[CountedString, ...]]:
     """``dfa`` with its short counted strings inlined (a copy per call, before whitespace
     bounding multiplies the call sites), and the counts still called, renumbered onto
     the first symbols.  A short count's site that cannot be inlined (it already reads a
     quote there: an ``anyOf`` of strings) stays a call; products expanded theirs already."""
-    called: list[tuple[tuple[int, int], int]] = []
+    called: list[tuple[CountedString, int]] = []
     used = called_symbols(dfa)
-    for symbol, (low, high) in zip(COUNTED_SYMBOLS, counted):
+    for symbol, string in zip(COUNTED_SYMBOLS, counted):
         if symbol not in used:
             continue
-        if high - low < LONG_STRING:
-            dfa = inline_calls(dfa, symbol, counted_string_dfa(low, high), MAX_DFA_STATES) or dfa
+        if string.is_inlined:
+            dfa = inline_calls(dfa, symbol, string.eager_dfa(), MAX_DFA_STATES) or dfa
             if symbol not in called_symbols(dfa):  # every site inlined
                 continue
-        called.append(((low, high), symbol))
+        called.append((string, symbol))
     if [symbol for _, symbol in called] != list(COUNTED_SYMBOLS[:len(called)]):
         trans = dfa.trans.copy()
         trans[:, list(COUNTED_SYMBOLS)] = -1
         for index, (_, symbol) in enumerate(called):
             trans[:, COUNTED_SYMBOLS[index]] = dfa.trans[:, symbol]
         dfa = ByteDFA(trans, dfa.accepting, dfa.start)
-    return dfa, tuple(bounds for bounds, _ in called)
+    return dfa, tuple(string for string, _ in called)
 
 
 @lru_cache(maxsize=8)

@@ -34,8 +34,9 @@ from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
 from .slots import shared_slots
 from .spec import ANNOTATION_KEYWORDS, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec, place_branch, spec_of
-from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, SHORT_STRING, any_string_dfa,
-                      counted_states, counted_string_dfa, encode_chars, encoded_string, pattern_tree, string_tree)
+from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, PATTERN_COUNT, SHORT_STRING, CountedString,
+                      any_string_dfa, bounds_implied, counted_states, encode_chars, encoded_string, pattern_tree,
+                      string_tree)
 from .trees import EMPTY, NOTHING, alt, cls, lit, seq, star
 
 __all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES", "largest_parts", "any_value_callee"]
@@ -110,8 +111,8 @@ class SchemaEmitter:
         self.spelling_sensitive = 0
         # (pointer, states) of the string and recursion automata built: what grew, when the whole is too large.
         self.sizes: list[tuple[str, int]] = []
-        # (minLength, maxLength) of the strings that are counted callees: COUNTED_SYMBOLS[j] calls entry j.
-        self.counted: list[tuple[int, int]] = []
+        # The strings that are counted callees: COUNTED_SYMBOLS[j] calls entry j.
+        self.counted: list[CountedString] = []
 
     # -- entry points -------------------------------------------------------------
     def root(self) -> RegexNode:
@@ -182,7 +183,7 @@ class SchemaEmitter:
         if dfa is None or not has_calls(dfa):
             return dfa
         used = called_symbols(dfa)
-        callees = {symbol: counted_string_dfa(*bounds) for symbol, bounds in zip(COUNTED_SYMBOLS, self.counted)
+        callees = {symbol: counted.eager_dfa() for symbol, counted in zip(COUNTED_SYMBOLS, self.counted)
                    if symbol in used}
         if CALL in used:
             depth = OPERAND_ANY_DEPTH if self.max_any_depth is None else self.max_any_depth
@@ -195,19 +196,24 @@ class SchemaEmitter:
         leave (scanned on the first short count, not for every schema)."""
         return max(0, min(MAX_SHORT_COUNTS, len(COUNTED_SYMBOLS) - len(_long_bounds(self.doc.root))))
 
-    def _counted_call(self, low: int, high: int | None) -> RegexNode | None:
-        """A call into a counted callee for a string with no other constraint than its length
-        (None: count it eagerly here).  Long ones stay calls; short ones are inlined when the
-        schema's DFA is built (``schema_to_dfa``).  Not where one DFA must hold the language
-        (``max_any_depth``), nor past the symbols there are."""
+    def _counted_call(self, low: int, high: int | None, patterns: tuple[str, ...],
+                      formats: tuple[str, ...]) -> RegexNode | None:
+        """A call into a counted callee for a string whose length bounds are far apart (None:
+        count it eagerly here).  Long ones stay calls; short ones, which only plain strings
+        get, are inlined when the schema's DFA is built (``schema_to_dfa``).  Not where one
+        DFA must hold the language (``max_any_depth``), nor past the symbols there are, nor
+        where a pattern already bounds the length."""
         if self.max_any_depth is not None or high is None or high - low < SHORT_STRING or low > MAX_COUNTED_LOW:
             return None
-        if (low, high) not in self.counted:
-            short = sum(h - lo < LONG_STRING for lo, h in self.counted)
-            if len(self.counted) == len(COUNTED_SYMBOLS) or (high - low < LONG_STRING and short >= self._short_budget):
+        counted = CountedString(low, high, patterns, formats)
+        if counted not in self.counted:
+            if (patterns or formats) and (high - low < PATTERN_COUNT or bounds_implied(list(patterns), list(formats), low, high)):
                 return None
-            self.counted.append((low, high))
-        return Automaton(call_marker(COUNTED_SYMBOLS[self.counted.index((low, high))]))
+            short = sum(c.is_inlined for c in self.counted)
+            if len(self.counted) == len(COUNTED_SYMBOLS) or (counted.is_inlined and short >= self._short_budget):
+                return None
+            self.counted.append(counted)
+        return Automaton(call_marker(COUNTED_SYMBOLS[self.counted.index(counted)]))
 
     def _plain_tree(self, tree: RegexNode) -> RegexNode:
         dfa = self._plain(self._dfa(tree))
@@ -414,7 +420,7 @@ class SchemaEmitter:
             except RegexError as err:
                 raise SchemaError(f"pattern {pattern!r} cannot be compiled: {err.reason}", (loc.pointer or "#") + "/pattern") from None
             patterns.append(pattern)
-        tree = None if patterns or formats else self._counted_call(spec.min_length, spec.max_length)
+        tree = self._counted_call(spec.min_length, spec.max_length, tuple(patterns), tuple(formats))
         if tree is not None:
             if spec.max_length - spec.min_length < LONG_STRING:  # inlined or expanded: it still costs its states
                 self.sizes.append((_string_pointer(spec), counted_states(spec.max_length)))
@@ -745,18 +751,18 @@ def _string_pointer(spec: Spec) -> str:
     return (spec.sources[0].pointer if spec.sources else "") or "#"
 
 
-def _long_bounds(root: Any) -> set[tuple[int, int]]:
-    """The (minLength, maxLength) pairs a document writes that would be long counted callees
-    (a raw scan: merged bounds can differ, which only changes who gets a symbol)."""
-    found: set[tuple[int, int]] = set()
+def _long_bounds(root: Any) -> set[tuple]:
+    """The (minLength, maxLength, pattern, format) a document writes that would be long counted
+    callees (a raw scan: merged bounds can differ, which only changes who gets a symbol)."""
+    found: set[tuple] = set()
     todo = [root]
     while todo:
         node = todo.pop()
         if isinstance(node, dict):
             low, high = node.get("minLength", 0), node.get("maxLength")
-            if (isinstance(high, int) and isinstance(low, int) and high - low >= LONG_STRING
-                    and "pattern" not in node and "format" not in node):
-                found.add((low, high))
+            if isinstance(high, int) and isinstance(low, int) and high - low >= (
+                    PATTERN_COUNT if "pattern" in node or "format" in node else LONG_STRING):
+                found.add((low, high, str(node.get("pattern")), str(node.get("format"))))
             todo.extend(node.values())
         elif isinstance(node, list):
             todo.extend(node)

@@ -11,11 +11,12 @@ string has one text and a token mask never has to reason about equivalent forms.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
+from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, _live_states, build_byte_dfa
 from ...automata.dfa_ops import intersect
 from ...automata.pushdown import CountedCallee
 from ...errors import RegexError
@@ -24,8 +25,8 @@ from .formats import FORMATS
 from .trees import EMPTY, NOTHING, alt, lit, rep, seq, star
 
 __all__ = ["encode_chars", "string_tree", "encoded_string", "ANY_CHAR", "pattern_tree", "format_dfa", "any_string_dfa",
-           "counted_dfa", "length_range", "counted_string_dfa", "counted_string_callee", "counted_states", "LONG_STRING",
-           "SHORT_STRING", "MAX_SHORT_COUNTS"]
+           "counted_dfa", "length_range", "counted_string_dfa", "counted_string_callee", "CountedString", "counted_states", "LONG_STRING",
+           "SHORT_STRING", "MAX_SHORT_COUNTS", "PATTERN_COUNT", "bounds_implied"]
 
 #: Strings whose length bounds are this far apart are counted callees outside products
 #: (:func:`counted_string_callee`): an eager count costs ~14 states per character.
@@ -35,6 +36,9 @@ LONG_STRING = 512
 #: runs over their copies.  At most :data:`MAX_SHORT_COUNTS` such bounds per schema.
 SHORT_STRING = 64
 MAX_SHORT_COUNTS = 6
+#: Strings with patterns or formats are counted callees from this far apart (they are never
+#: inlined: a pattern's eager count costs its states per character, and a product to build).
+PATTERN_COUNT = 200
 #: ...unless ``minLength`` itself is larger than this (the copies before the loop stay eager).
 MAX_COUNTED_LOW = 4096
 
@@ -135,7 +139,7 @@ def string_tree(min_length: int, max_length: int | None, patterns: list[str], fo
         return NOTHING
     trees = [pattern_tree(p) for p in patterns]
     encoded = [encode_chars(tree) for tree in trees] + [Automaton(format_dfa(name)) for name in formats]
-    if (min_length or max_length is not None) and not _bounds_implied(trees, formats, min_length, max_length):
+    if (min_length or max_length is not None) and not bounds_implied(patterns, formats, min_length, max_length):
         encoded.insert(0, Automaton(counted_dfa(_encoded_char_dfa(), min_length, max_length)))
     if not encoded:
         return seq(lit('"'), encode_chars(star(ANY_CHAR)), lit('"'))
@@ -149,9 +153,9 @@ def string_tree(min_length: int, max_length: int | None, patterns: list[str], fo
     return seq(lit('"'), Automaton(dfa), lit('"'))
 
 
-def _bounds_implied(trees: list[RegexNode], formats: list[str], min_length: int, max_length: int | None) -> bool:
+def bounds_implied(patterns: list[str], formats: list[str], min_length: int, max_length: int | None) -> bool:
     """Whether some pattern (or format) alone keeps every string within [min_length, max_length]."""
-    for tree in trees + [FORMATS[name] for name in formats]:
+    for tree in [pattern_tree(p) for p in patterns] + [FORMATS[name] for name in formats]:
         low, high = length_range(tree)
         if low >= min_length and (max_length is None or (high is not None and high <= max_length)):
             return True
@@ -240,39 +244,176 @@ def counted_string_dfa(low: int, high: int) -> ByteDFA:
     return build_byte_dfa(seq(lit('"'), Automaton(counted_dfa(_encoded_char_dfa(), low, high)), lit('"')))
 
 
-@lru_cache(maxsize=64)
-def counted_string_callee(low: int, high: int, margin: int) -> CountedCallee:
-    """The encoded string of ``low`` to ``high`` characters as a callee whose middle loop counts.
+@dataclass(frozen=True)
+class CountedString:
+    """A string whose length bounds are far apart: what a counted callee reads.
 
-    States: the opening quote; ``low`` eager copies of one character (the
-    :func:`counted_dfa` template); one copy that loops while the count (kept by
-    :class:`~constrain.automata.pushdown.PushdownDFA`) is below ``high - margin``;
-    ``margin`` eager copies up to the bound; its last start; the closing quote.
-    Every copy from ``low`` on may close the string.  About ``14 * (low + margin)``
-    states whatever ``high`` is.  With no room for a loop (``high - margin <= low``), the
-    eager :func:`counted_string_dfa`.
+    ``patterns`` and ``formats`` are what its content must also meet (none: any
+    characters).  Plain strings with bounds :data:`SHORT_STRING` apart are
+    counted too (inlined later); ones with patterns or formats only when
+    :data:`LONG_STRING` apart.
     """
-    if high - margin <= low:
-        return CountedCallee(counted_string_dfa(low, high), 0, 0, 0, low, high, 0, margin)
-    template = _unit_template(_encoded_char_dfa())
-    width = template.shape[0]
-    loop = low  # copies 0..low-1 count up to the loop; low + 1.. are the margin's
-    copies = low + 1 + margin
-    bases = 1 + np.arange(copies, dtype=np.int32) * width
-    following = bases + width  # where a finished character goes: the next copy's start...
-    following[loop] = bases[loop]  # ...but the loop returns to its own
-    last, close = 1 + copies * width, 2 + copies * width
-    trans = np.where(template[None] < 0, -1,
-                     np.where(template[None] == width, following[:, None, None], template[None] + bases[:, None, None]))
-    trans = np.concatenate([np.full((1, 256), -1, np.int32), trans.reshape(copies * width, 256).astype(np.int32),
-                            np.full((2, 256), -1, np.int32)])
+
+    low: int
+    high: int
+    patterns: tuple[str, ...] = ()
+    formats: tuple[str, ...] = ()
+
+    @property
+    def is_long(self) -> bool:
+        return self.high - self.low >= LONG_STRING
+
+    @property
+    def is_inlined(self) -> bool:
+        """Whether the schema's DFA gets an eager copy per call (a short plain count) instead
+        of keeping the call (long counts, patterns and formats)."""
+        return not self.is_long and not self.patterns and not self.formats
+
+    def eager_dfa(self) -> ByteDFA:
+        """The same string as one eager DFA, quotes included (a product's operand, a short count)."""
+        return _eager_counted(self)
+
+    def to_json(self) -> list:
+        return [self.low, self.high, list(self.patterns), list(self.formats)]
+
+    @classmethod
+    def from_json(cls, data: list) -> "CountedString":
+        low, high, patterns, formats = data
+        return cls(int(low), int(high), tuple(patterns), tuple(formats))
+
+
+@lru_cache(maxsize=64)
+def _eager_counted(counted: CountedString) -> ByteDFA:
+    if not counted.patterns and not counted.formats:
+        return counted_string_dfa(counted.low, counted.high)
+    tree = string_tree(counted.low, counted.high, list(counted.patterns), list(counted.formats))
+    if tree is NOTHING:
+        raise RegexError("no string meets the patterns, formats and length bounds together", "", 0)
+    return _as_dfa(tree)
+
+
+@lru_cache(maxsize=64)
+def counted_string_callee(counted: CountedString, margin: int) -> CountedCallee:
+    """``counted`` as a callee whose middle loop counts its characters.
+
+    States: the opening quote; ``low`` eager copies of the content's states (a
+    copy per characters read); one copy that loops while the count (kept by
+    :class:`~constrain.automata.pushdown.PushdownDFA`) is below the exit; eager
+    copies from there to ``high``; the closing quote, from every copy from ``low``
+    on where the content may end.  The content's states are those of its
+    patterns' and formats' automaton paired with the position inside the current
+    character (:func:`_content_units`).  The copies after the loop number
+    ``margin`` plus the characters the content may still need to end, so that no
+    token walked in the loop, which ignores the count, can pass the bound.  With
+    no room for a loop, the eager DFA.
+
+    Raises
+    ------
+    RegexError
+        When no content meets the patterns and formats, or the copies would pass
+        ``MAX_DFA_STATES``.
+    """
+    rows, ends, done = _content_units(counted.patterns, counted.formats)
+    low, high, n = counted.low, counted.high, rows.shape[0]
+    room = margin + max(_units_to_finish(counted.patterns, counted.formats) - 1, 0)
+    if high - room <= low:
+        return CountedCallee(counted.eager_dfa(), 0, 0, (), low, high, margin)
+    copies = low + room + 2  # counts 0..low-1, the loop, then high - room..high
+    if copies * n + 2 > MAX_DFA_STATES:
+        raise RegexError(f"counting this string takes {copies * n + 2:,} states", "", 0)
+    bases = 1 + np.arange(copies, dtype=np.int64) * n
+    following = bases + n  # where a finished character goes: the next copy...
+    following[low] = bases[low]  # ...but the loop stays in itself
+    following[-1] = -1  # and at the bound nothing more is read
+    ending = (rows >= 0) & ends[np.maximum(rows, 0)]
+    trans = np.where(rows[None] < 0, -1, rows[None] + np.where(ending[None], following[:, None, None],
+                                                                 bases[:, None, None]))
+    trans = np.where(ending[None] & (following[:, None, None] < 0), -1, trans)
+    close = 1 + copies * n
+    trans = np.concatenate([np.full((1, 256), -1), trans.reshape(copies * n, 256), np.full((1, 256), -1)])
     trans[0, ord('"')] = 1
-    trans[np.append(bases[low:], last), ord('"')] = close
+    trans[(bases[low:, None] + np.flatnonzero(done)[None]).ravel(), ord('"')] = close
     accepting = np.zeros(trans.shape[0], dtype=bool)
     accepting[close] = True
-    start = int(bases[loop])
-    return CountedCallee(ByteDFA(np.ascontiguousarray(trans), accepting, 0), start, start + width, start,
-                         low, high - margin, start + width, margin)
+    live = _live_states(trans, accepting)
+    new_index = np.cumsum(live) - 1
+    trans = np.where(trans >= 0, np.where(live[np.maximum(trans, 0)], new_index[np.maximum(trans, 0)], -1), -1)
+    loop = np.arange(bases[low], bases[low] + n)[live[bases[low]:bases[low] + n]]
+    exit_states = loop + (bases[low + 1] - bases[low])
+    exits = np.where(ends[loop - bases[low]], np.where(live[exit_states], new_index[exit_states], -2), -1)
+    assert (exits != -2).all(), "the copies after the loop are too few for its states to end"
+    dfa = ByteDFA(np.ascontiguousarray(trans[live], dtype=np.int32), accepting[live], 0)
+    first = int(new_index[loop[0]])
+    return CountedCallee(dfa, first, first + loop.size, tuple(exits.tolist()), low, high - room, margin)
+
+
+@lru_cache(maxsize=64)
+def _content_units(patterns: tuple[str, ...], formats: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The content between the quotes, state by state, with where characters end.
+
+    ``(rows, ends, done)``: ``rows`` [n, 256] the moves (-1: none), state 0 the
+    start; ``ends[s]``: a character has just ended at ``s`` (the start is such a
+    state); ``done[s]``: the content may end at ``s``.  With no pattern or format,
+    one character's states.  Otherwise the pairs (state of the patterns' and
+    formats' automaton, state inside the character) reachable from the start: the
+    automaton alone cannot tell where characters end (``a`` and ``b\\`` may lead to
+    one state).
+
+    Raises
+    ------
+    RegexError
+        When no content meets every pattern and format.
+    """
+    unit = _encoded_char_dfa()
+    if not patterns and not formats:
+        template = _unit_template(unit)
+        width = template.shape[0]
+        ends = np.arange(width) == 0
+        return np.where(template == width, 0, template), ends, ends
+    content = None
+    for part in [build_byte_dfa(encode_chars(pattern_tree(p))) for p in patterns] + [format_dfa(f) for f in formats]:
+        content = part if content is None else intersect(content, part)
+        if content is None:
+            raise RegexError("no string meets the patterns and formats together", "", 0)
+    finished = unit.accepting
+    index = {(int(content.start), int(unit.start)): 0}
+    pairs = [(int(content.start), int(unit.start))]
+    out: list[np.ndarray] = []
+    for c, u in pairs:  # grows while it is read
+        c_row, u_row = content.trans[c], unit.trans[u]
+        moves = np.flatnonzero((c_row >= 0) & (u_row >= 0))
+        targets_u = np.where(finished[u_row[moves]], unit.start, u_row[moves])
+        keys = c_row[moves].astype(np.int64) * unit.num_states + targets_u
+        row = np.full(256, -1, dtype=np.int64)
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        ids = []
+        for key in distinct.tolist():
+            pair = divmod(key, unit.num_states)
+            if pair not in index:
+                index[pair] = len(pairs)
+                pairs.append(pair)
+            ids.append(index[pair])
+        row[moves] = np.asarray(ids, dtype=np.int64)[inverse]
+        out.append(row)
+    ends = np.array([u == unit.start for _, u in pairs])
+    done = np.array([bool(content.accepting[c]) for c, _ in pairs]) & ends
+    return np.stack(out), ends, done
+
+
+@lru_cache(maxsize=64)
+def _units_to_finish(patterns: tuple[str, ...], formats: tuple[str, ...]) -> int:
+    """The most characters the content may still need, from any of its states, before it
+    can end (a started character counts as one)."""
+    rows, ends, done = _content_units(patterns, formats)
+    far = rows.shape[0] + 1
+    dist = np.where(done, 0, far)
+    valid, targets = rows >= 0, np.maximum(rows, 0)
+    cost = ends.astype(np.int64)
+    while True:
+        best = np.minimum(dist, np.where(valid, dist[targets] + cost[targets], far).min(axis=1))
+        if (best == dist).all():
+            return int(dist.max())
+        dist = best
 
 
 def _unit_template(unit: ByteDFA) -> np.ndarray:
