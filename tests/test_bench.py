@@ -233,6 +233,15 @@ def test_sample_slow(llama3, engines):
     text = render_jsonschemabench(run)
     assert "anything (sample of 2)" in text and "### Same sample" in text
     assert "| constrain | 2 | 2 | 1 (50.0 %) |" in text  # ours on the sample: colors passes, integer fails
+    # Like for like: what every engine compiled (anything compiles its sample; the stand-in two of those).
+    like = text[text.index("### Like for like: the 2 schemas every engine compiled"):]
+    assert "| constrain | 2 | 2 | 1 (50.0 %) | 0 | 1 |" in like and "| anything | 2 | 2 | 0 (0.0 %) |" in like
+    payload = json.loads(json.dumps(run_json(run, "jsonschemabench")))
+    assert payload["summary_compiled_by_all"]["constrain"]["schemas"] == 2
+    assert payload["summary_compiled_by_all"]["anything"]["valid_rejected"] == 0
+    # Without sampling: the stand-in's compile error ("object") leaves that schema out.
+    full = run_cases(cases, engines("constrain", "anything"), llama3, progress=False)
+    assert "### Like for like: the 4 schemas every engine compiled" in render_jsonschemabench(full)
 
 
 def _data_or_skip():

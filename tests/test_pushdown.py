@@ -20,6 +20,7 @@ from constrain import Compiler, Matcher
 from constrain.automata.dfa_ops import difference
 from constrain.automata.pushdown import CALL, CALL_SYMBOLS, PushdownDFA, TokenPDA, expand_calls, has_calls
 from constrain.grammar.json_schema import JsonSchemaOptions, schema_to_dfa
+from constrain.errors import SchemaError
 from constrain.grammar.json_schema.strings import CountedString
 from constrain.testing import check_masks_along_random_walk
 
@@ -386,3 +387,18 @@ def test_counted_patterns_in_products_are_counted_eagerly():
     for value, valid in (({"d": "a@b"}, True), ({"d": "a" * 698 + "@b"}, True), ({"d": "a" * 699 + "@b"}, False),
                          ({"d": "ab.co"}, False), ({"x": 1}, False)):
         assert language.automaton.matches(json.dumps(value).encode()) == valid, value
+
+
+def test_oversized_pattern_counts_are_schema_errors_with_pointers():
+    """Too many content states to copy: the eager count's error names the string at emit time;
+    a tokenizer with tokens too long for the callee gets one naming it when masks are built."""
+    words = {"type": "string", "pattern": r"^(?:\S+\s+){0,49}\S+$", "maxLength": 20000}
+    with pytest.raises(SchemaError) as info:
+        schema_to_dfa({"properties": {"w": words}})
+    assert info.value.pointer == "/properties/w" and "maxLength 20000" in str(info.value)
+    language = schema_to_dfa({"properties": {"e": {"type": "string", "format": "email", "maxLength": 5000}}})
+    assert language.counted == (CountedString(0, 5000, (), ("email",)),)
+    with pytest.raises(SchemaError) as info:
+        language.pushdown(4000)  # as if a token held 4,000 bytes
+    assert info.value.pointer == "/properties/e" and "format 'email'" in str(info.value)
+    assert "tokens of 4000 bytes" in str(info.value)

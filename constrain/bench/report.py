@@ -247,6 +247,13 @@ def render_jsonschemabench(run: Any, explain: bool = False) -> str:
         out.append("\n### Same sample (every engine on the slow engines' sample)\n")
         out.append(markdown_table(_OVERALL_HEADERS, [
             _overall_row(n, summarize(r for r in run.results[n] if r.case_id in ids)) for n in run.engines]))
+    common = compiled_by_all(run)
+    if len(run.engines) > 1:
+        out.append(f"\n### Like for like: the {len(common):,} schemas every engine compiled\n")
+        out.append("An engine that cannot compile a schema rejects none of its instances; on these "
+                   "schemas, valid rejected and compile times compare the same work.\n")
+        out.append(markdown_table(_OVERALL_HEADERS, [
+            _overall_row(n, summarize(r for r in run.results[n] if r.case_id in common)) for n in run.engines]))
     out.append("\n### Per subset: passing / schemas (invalid accepted, valid rejected)\n")
     rows = []
     for group in _groups(run):
@@ -269,6 +276,15 @@ def render_jsonschemabench(run: Any, explain: bool = False) -> str:
     if explain:
         out.append("\n" + explain_lines(run))
     return "\n".join(out)
+
+
+def compiled_by_all(run: Any) -> set[str]:
+    """The ids of the cases that every engine ran and compiled (sampled engines: on their sample)."""
+    ids: set[str] | None = None
+    for name in run.engines:
+        compiled = {r.case_id for r in run.results[name] if r.compiled}
+        ids = compiled if ids is None else ids & compiled
+    return ids or set()
 
 
 def explain_lines(run: Any) -> str:
@@ -328,6 +344,7 @@ def render_test_suite(run: Any, explain: bool = False) -> str:
 def run_json(run: Any, kind: str) -> dict[str, Any]:
     """The JSON report: settings, per-engine summaries overall and per group, every case's verdict."""
     groups = _groups(run)
+    common = compiled_by_all(run)
     return {
         "benchmark": kind,
         "environment": environment(ADAPTER_DISTRIBUTIONS.values()),
@@ -337,6 +354,8 @@ def run_json(run: Any, kind: str) -> dict[str, Any]:
         "skipped": run.skipped,
         "sampled": run.sampled,
         "summary": {n: summarize(run.results[n]) for n in run.engines},
+        "summary_compiled_by_all": {n: summarize(r for r in run.results[n] if r.case_id in common)
+                                    for n in run.engines},
         "per_group": {n: {g: summarize(r for r in run.results[n] if r.group == g) for g in groups}
                       for n in run.engines},
         "cases": {

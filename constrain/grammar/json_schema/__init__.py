@@ -87,7 +87,13 @@ BYTE_MARGIN = 8
 
 def pushdown_automaton(dfa: ByteDFA, callee: ByteDFA | None, counted, margin: int) -> PushdownDFA:
     """The pushdown automaton of a compiled schema (see :class:`SchemaLanguage`)."""
-    return PushdownDFA(dfa, callee, [counted_string_callee(c, margin) for c in counted])
+    callees = []
+    for string in counted:
+        try:
+            callees.append(counted_string_callee(string, margin))
+        except RegexError as err:  # a tokenizer with longer tokens than LONGEST_TOKEN
+            raise SchemaError(err.reason, string.pointer) from None
+    return PushdownDFA(dfa, callee, callees)
 
 
 def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),

@@ -196,8 +196,8 @@ class SchemaEmitter:
         leave (scanned on the first short count, not for every schema)."""
         return max(0, min(MAX_SHORT_COUNTS, len(COUNTED_SYMBOLS) - len(_long_bounds(self.doc.root))))
 
-    def _counted_call(self, low: int, high: int | None, patterns: tuple[str, ...],
-                      formats: tuple[str, ...]) -> RegexNode | None:
+    def _counted_call(self, low: int, high: int | None, patterns: tuple[str, ...], formats: tuple[str, ...],
+                      pointer: str) -> RegexNode | None:
         """A call into a counted callee for a string whose length bounds are far apart (None:
         count it eagerly here).  Long ones stay calls; short ones, which only plain strings
         get, are inlined when the schema's DFA is built (``schema_to_dfa``).  Not where one
@@ -205,15 +205,26 @@ class SchemaEmitter:
         where a pattern already bounds the length."""
         if self.max_any_depth is not None or high is None or high - low < SHORT_STRING or low > MAX_COUNTED_LOW:
             return None
-        counted = CountedString(low, high, patterns, formats)
+        counted = CountedString(low, high, patterns, formats, pointer)
         if counted not in self.counted:
-            if (patterns or formats) and (high - low < PATTERN_COUNT or bounds_implied(list(patterns), list(formats), low, high)):
+            if (patterns or formats) and (high - low < PATTERN_COUNT or not self._pattern_count(counted)):
                 return None
             short = sum(c.is_inlined for c in self.counted)
             if len(self.counted) == len(COUNTED_SYMBOLS) or (counted.is_inlined and short >= self._short_budget):
                 return None
             self.counted.append(counted)
         return Automaton(call_marker(COUNTED_SYMBOLS[self.counted.index(counted)]))
+
+    @staticmethod
+    def _pattern_count(counted: CountedString) -> bool:
+        """Whether a string with patterns or formats gets a counted callee: not when a pattern
+        bounds the length already, nor when its content has too many states to copy."""
+        if bounds_implied(list(counted.patterns), list(counted.formats), counted.low, counted.high):
+            return False
+        try:
+            return counted.fits()
+        except RegexError:  # no content meets them all: the eager tree says so
+            return False
 
     def _plain_tree(self, tree: RegexNode) -> RegexNode:
         dfa = self._plain(self._dfa(tree))
@@ -420,7 +431,8 @@ class SchemaEmitter:
             except RegexError as err:
                 raise SchemaError(f"pattern {pattern!r} cannot be compiled: {err.reason}", (loc.pointer or "#") + "/pattern") from None
             patterns.append(pattern)
-        tree = self._counted_call(spec.min_length, spec.max_length, tuple(patterns), tuple(formats))
+        tree = self._counted_call(spec.min_length, spec.max_length, tuple(patterns), tuple(formats),
+                                  _string_pointer(spec))
         if tree is not None:
             if spec.max_length - spec.min_length < LONG_STRING:  # inlined or expanded: it still costs its states
                 self.sizes.append((_string_pointer(spec), counted_states(spec.max_length)))

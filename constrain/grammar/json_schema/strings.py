@@ -11,7 +11,7 @@ string has one text and a token mask never has to reason about equivalent forms.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -39,6 +39,9 @@ MAX_SHORT_COUNTS = 6
 #: Strings with patterns or formats are counted callees from this far apart (they are never
 #: inlined: a pattern's eager count costs its states per character, and a product to build).
 PATTERN_COUNT = 200
+#: The longest token (bytes) a schema's counted callees are sized for when they are chosen;
+#: Llama-3, Qwen2.5 and GPT-2 have 128.  A longer one is checked again when masks are built.
+LONGEST_TOKEN = 256
 #: ...unless ``minLength`` itself is larger than this (the copies before the loop stay eager).
 MAX_COUNTED_LOW = 4096
 
@@ -258,6 +261,8 @@ class CountedString:
     high: int
     patterns: tuple[str, ...] = ()
     formats: tuple[str, ...] = ()
+    #: Where the schema writes it (the first place, for errors; not part of its identity).
+    pointer: str = field(default="#", compare=False)
 
     @property
     def is_long(self) -> bool:
@@ -273,13 +278,28 @@ class CountedString:
         """The same string as one eager DFA, quotes included (a product's operand, a short count)."""
         return _eager_counted(self)
 
+    def fits(self, longest_token: int = LONGEST_TOKEN) -> bool:
+        """Whether its callee stays within ``MAX_DFA_STATES`` for tokens of up to ``longest_token`` bytes."""
+        return _callee_states(self, longest_token) <= MAX_DFA_STATES
+
+    def describe(self) -> str:
+        parts = [f"pattern {p!r}" for p in self.patterns] + [f"format {f!r}" for f in self.formats]
+        return " and ".join(parts + [f"minLength {self.low} and maxLength {self.high}"])
+
     def to_json(self) -> list:
-        return [self.low, self.high, list(self.patterns), list(self.formats)]
+        return [self.low, self.high, list(self.patterns), list(self.formats), self.pointer]
 
     @classmethod
     def from_json(cls, data: list) -> "CountedString":
-        low, high, patterns, formats = data
-        return cls(int(low), int(high), tuple(patterns), tuple(formats))
+        low, high, patterns, formats, pointer = data
+        return cls(int(low), int(high), tuple(patterns), tuple(formats), pointer)
+
+
+def _callee_states(counted: CountedString, margin: int) -> int:
+    """About how many states :func:`counted_string_callee` builds (before pruning)."""
+    rows = _content_units(counted.patterns, counted.formats)[0]
+    room = margin + max(_units_to_finish(counted.patterns, counted.formats) - 1, 0)
+    return (counted.low + room + 2) * rows.shape[0] + 2
 
 
 @lru_cache(maxsize=64)
@@ -319,8 +339,9 @@ def counted_string_callee(counted: CountedString, margin: int) -> CountedCallee:
     if high - room <= low:
         return CountedCallee(counted.eager_dfa(), 0, 0, (), low, high, margin)
     copies = low + room + 2  # counts 0..low-1, the loop, then high - room..high
-    if copies * n + 2 > MAX_DFA_STATES:
-        raise RegexError(f"counting this string takes {copies * n + 2:,} states", "", 0)
+    if not counted.fits(margin):
+        raise RegexError(f"counting {counted.describe()} takes {_callee_states(counted, margin):,} states "
+                         f"for tokens of {margin} bytes (the limit is {MAX_DFA_STATES:,})", "", 0)
     bases = 1 + np.arange(copies, dtype=np.int64) * n
     following = bases + n  # where a finished character goes: the next copy...
     following[low] = bases[low]  # ...but the loop stays in itself
