@@ -32,6 +32,7 @@ rows are rows of the table; near it, the states are ordinary counted copies.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -155,6 +156,19 @@ def inline_calls(dfa: ByteDFA, symbol: int, callee: ByteDFA, max_states: int) ->
 
 
 _MOST_BYTES: dict[tuple[str, bytes], int] = {}
+# Callees are shared by every schema that calls them (cached), so is this.
+_ENTERING: "weakref.WeakKeyDictionary[ByteDFA, np.ndarray]" = weakref.WeakKeyDictionary()
+
+
+def _entering_bytes(callee: ByteDFA) -> np.ndarray:
+    """bool ``[256]``: the bytes on which some move of ``callee`` ends one of its values."""
+    found = _ENTERING.get(callee)
+    if found is None:
+        moves = callee.trans >= 0
+        ends = np.zeros_like(moves)
+        ends[moves] = callee.accepting[callee.trans[moves]]
+        found = _ENTERING.setdefault(callee, ends.any(axis=0))
+    return found
 
 
 def _most_bytes_in_a_token(info, wanted: np.ndarray) -> int:
@@ -236,17 +250,19 @@ class PushdownDFA:
         self.callee_starts = np.array([off + b.start for b, off in zip(blocks[1:], offsets[1:-1])], dtype=np.int32)
         #: >= 0 where a state calls some callee (the guard of the trie walks).
         self.calls = (self.call_ret.max(axis=1) if symbols else np.full(len(table), -1)).astype(np.int32)
+        callers, columns = np.nonzero(self.call_ret >= 0)  # by state, then by callee
         self.trans = table
-        self.trans[:, list(CALL_SYMBOLS)] = -1  # the symbols are never text (a <0xFF> byte token must not call)
+        # The symbols are never text (a <0xFF> byte token must not call); only these moves are on them.
+        self.trans[callers, np.asarray(symbols, dtype=np.int64)[columns]] = -1
         self.accepting = np.concatenate([b.accepting for b in blocks])
         for start in self.callee_starts.tolist():
             if self.calls[start] >= 0 or self.accepting[start]:
                 raise ValueError("a callee must start with a byte (its start state can neither call nor accept)")
         self.stride = int(table.shape[0])
-        self._calls_of = [()] * self.stride
-        for state in np.flatnonzero(self.calls >= 0).tolist():
-            self._calls_of[state] = tuple((int(r), int(self.callee_starts[c]))
-                                          for c, r in enumerate(self.call_ret[state].tolist()) if r >= 0)
+        self._calls_of: list[tuple] = [()] * self.stride
+        for state, ret, start in zip(callers.tolist(), self.call_ret[callers, columns].tolist(),
+                                     self.callee_starts[columns].tolist()):
+            self._calls_of[state] += ((ret, start),)
         self._accept_list = self.accepting.tolist()
         self._loops: list[tuple[int, int]] = []  # (entry, exit_at) per counted callee
         self._loop_of: list[int] | None = None  # per state: its counted loop, or -1 (None: no loops)
@@ -367,11 +383,10 @@ class TokenPDA(EngineBase):
         returns = pda.call_ret[pda.call_ret >= 0]
         if pda.accepting[returns].any():
             return 1 << 30
-        block = pda.trans[pda.dfa.num_states:]
         entering = np.zeros(256, dtype=bool)
-        targets = block[block >= 0]
-        cols = np.nonzero(block >= 0)[1]
-        entering[np.unique(cols[pda.accepting[targets]])] = True
+        for block in [pda.callee] + [c.dfa for c in pda.counted]:
+            if block is not None:
+                entering |= _entering_bytes(block)
         return _most_bytes_in_a_token(self.info, entering) + 1
 
     # -- matcher protocol ------------------------------------------------------
