@@ -144,8 +144,8 @@ def string_tree(min_length: int, max_length: int | None, patterns: list[str], fo
     encoded = [encode_chars(tree) for tree in trees] + [Automaton(format_dfa(name)) for name in formats]
     if (min_length or max_length is not None) and not bounds_implied(patterns, formats, min_length, max_length):
         encoded.insert(0, Automaton(counted_dfa(_encoded_char_dfa(), min_length, max_length)))
-    if not encoded:
-        return seq(lit('"'), encode_chars(star(ANY_CHAR)), lit('"'))
+    if not encoded:  # the commonest value of all: one cached DFA, copied as a block into the schema's
+        return Automaton(any_string_dfa())
     if len(encoded) == 1:
         return seq(lit('"'), encoded[0], lit('"'))
     dfa = _as_dfa(encoded[0])
