@@ -22,7 +22,7 @@ from ...automata.pushdown import CountedCallee
 from ...errors import RegexError
 from ..regex import Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, _Anchor, _Parser, _strip_anchors, normalize_ranges
 from .formats import FORMATS
-from .trees import EMPTY, NOTHING, alt, lit, rep, seq, star
+from .trees import EMPTY, NOTHING, alt, lit, seq, star
 
 __all__ = ["encode_chars", "string_tree", "encoded_string", "ANY_CHAR", "pattern_tree", "format_dfa", "any_string_dfa",
            "counted_dfa", "length_range", "counted_string_dfa", "counted_string_callee", "CountedString", "counted_states", "LONG_STRING",
@@ -39,9 +39,10 @@ MAX_SHORT_COUNTS = 6
 #: Strings with patterns or formats are counted callees from this far apart (they are never
 #: inlined: a pattern's eager count costs its states per character, and a product to build).
 PATTERN_COUNT = 200
-#: The longest token (bytes) a schema's counted callees are sized for when they are chosen;
-#: Llama-3, Qwen2.5 and GPT-2 have 128.  A longer one is checked again when masks are built.
-LONGEST_TOKEN = 256
+#: The longest token (bytes) a schema's counted callees are sized for when they are chosen:
+#: Llama-3's, Qwen2.5's and GPT-2's (Llama-2's is 27).  A tokenizer with longer tokens gets a
+#: SchemaError naming the string when its masks are built, if the callee is then too large.
+LONGEST_TOKEN = 128
 #: ...unless ``minLength`` itself is larger than this (the copies before the loop stay eager).
 MAX_COUNTED_LOW = 4096
 
@@ -253,8 +254,8 @@ class CountedString:
 
     ``patterns`` and ``formats`` are what its content must also meet (none: any
     characters).  Plain strings with bounds :data:`SHORT_STRING` apart are
-    counted too (inlined later); ones with patterns or formats only when
-    :data:`LONG_STRING` apart.
+    counted too (inlined later); ones with patterns or formats from
+    :data:`PATTERN_COUNT` apart, when their callee fits (never inlined).
     """
 
     low: int
@@ -295,11 +296,17 @@ class CountedString:
         return cls(int(low), int(high), tuple(patterns), tuple(formats), pointer)
 
 
+def _room(counted: CountedString, margin: int) -> int:
+    """How many characters the copies after the loop hold: as many as a token's bytes can
+    end, plus the most the content may still need to end, less one (a character a token
+    begins counts in both)."""
+    return margin + max(_units_to_finish(counted.patterns, counted.formats) - 1, 0)
+
+
 def _callee_states(counted: CountedString, margin: int) -> int:
     """About how many states :func:`counted_string_callee` builds (before pruning)."""
     rows = _content_units(counted.patterns, counted.formats)[0]
-    room = margin + max(_units_to_finish(counted.patterns, counted.formats) - 1, 0)
-    return (counted.low + room + 2) * rows.shape[0] + 2
+    return (counted.low + _room(counted, margin) + 2) * rows.shape[0] + 2
 
 
 @lru_cache(maxsize=64)
@@ -335,7 +342,7 @@ def counted_string_callee(counted: CountedString, margin: int) -> CountedCallee:
     """
     rows, ends, done = _content_units(counted.patterns, counted.formats)
     low, high, n = counted.low, counted.high, rows.shape[0]
-    room = margin + max(_units_to_finish(counted.patterns, counted.formats) - 1, 0)
+    room = _room(counted, margin)
     if high - room <= low:
         return CountedCallee(counted.eager_dfa(), 0, 0, (), low, high, margin)
     copies = low + room + 2  # counts 0..low-1, the loop, then high - room..high
