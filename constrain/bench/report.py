@@ -247,8 +247,8 @@ def render_jsonschemabench(run: Any, explain: bool = False) -> str:
         out.append("\n### Same sample (every engine on the slow engines' sample)\n")
         out.append(markdown_table(_OVERALL_HEADERS, [
             _overall_row(n, summarize(r for r in run.results[n] if r.case_id in ids)) for n in run.engines]))
-    common = compiled_by_all(run)
     if len(run.engines) > 1:
+        common = compiled_by_all(run)
         out.append(f"\n### Like for like: the {len(common):,} schemas every engine compiled\n")
         out.append("An engine that cannot compile a schema rejects none of its instances; on these "
                    "schemas, valid rejected and compile times compare the same work.\n")

@@ -434,7 +434,8 @@ class SchemaEmitter:
         tree = self._counted_call(spec.min_length, spec.max_length, tuple(patterns), tuple(formats),
                                   _string_pointer(spec))
         if tree is not None:
-            if spec.max_length - spec.min_length < LONG_STRING:  # inlined or expanded: it still costs its states
+            if not (patterns or formats) and spec.max_length - spec.min_length < LONG_STRING:
+                # inlined or expanded: it still costs its states (a pattern's callee stays a call)
                 self.sizes.append((_string_pointer(spec), counted_states(spec.max_length)))
             return tree
         try:

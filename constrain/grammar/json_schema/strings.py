@@ -149,12 +149,18 @@ def string_tree(min_length: int, max_length: int | None, patterns: list[str], fo
         return Automaton(any_string_dfa())
     if len(encoded) == 1:
         return seq(lit('"'), encoded[0], lit('"'))
-    dfa = _as_dfa(encoded[0])
-    for part in encoded[1:]:
-        dfa = intersect(dfa, _as_dfa(part))
-        if dfa is None:
-            return NOTHING
-    return seq(lit('"'), Automaton(dfa), lit('"'))
+    dfa = _intersect_all([_as_dfa(part) for part in encoded])
+    return NOTHING if dfa is None else seq(lit('"'), Automaton(dfa), lit('"'))
+
+
+def _intersect_all(dfas: list[ByteDFA]) -> ByteDFA | None:
+    """The intersection of ``dfas`` (at least one); None as soon as it is empty."""
+    out: ByteDFA | None = dfas[0]
+    for dfa in dfas[1:]:
+        out = intersect(out, dfa)
+        if out is None:
+            return None
+    return out
 
 
 def bounds_implied(patterns: list[str], formats: list[str], min_length: int, max_length: int | None) -> bool:
@@ -346,8 +352,9 @@ def counted_string_callee(counted: CountedString, margin: int) -> CountedCallee:
     if high - room <= low:
         return CountedCallee(counted.eager_dfa(), 0, 0, (), low, high, margin)
     copies = low + room + 2  # counts 0..low-1, the loop, then high - room..high
-    if not counted.fits(margin):
-        raise RegexError(f"counting {counted.describe()} takes {_callee_states(counted, margin):,} states "
+    states = _callee_states(counted, margin)
+    if states > MAX_DFA_STATES:
+        raise RegexError(f"counting {counted.describe()} takes {states:,} states "
                          f"for tokens of {margin} bytes (the limit is {MAX_DFA_STATES:,})", "", 0)
     bases = 1 + np.arange(copies, dtype=np.int64) * n
     following = bases + n  # where a finished character goes: the next copy...
@@ -398,11 +405,10 @@ def _content_units(patterns: tuple[str, ...], formats: tuple[str, ...]) -> tuple
         width = template.shape[0]
         ends = np.arange(width) == 0
         return np.where(template == width, 0, template), ends, ends
-    content = None
-    for part in [build_byte_dfa(encode_chars(pattern_tree(p))) for p in patterns] + [format_dfa(f) for f in formats]:
-        content = part if content is None else intersect(content, part)
-        if content is None:
-            raise RegexError("no string meets the patterns and formats together", "", 0)
+    content = _intersect_all([build_byte_dfa(encode_chars(pattern_tree(p))) for p in patterns]
+                             + [format_dfa(f) for f in formats])
+    if content is None:
+        raise RegexError("no string meets the patterns and formats together", "", 0)
     finished = unit.accepting
     index = {(int(content.start), int(unit.start)): 0}
     pairs = [(int(content.start), int(unit.start))]
