@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 
+import numpy as np
 import pytest
 
 from constrain import RegexError
@@ -376,6 +378,7 @@ def test_products_agree_with_membership(left, right):
     ("a[bc]*", [b"ab", b"abc", b"b", b"acx"]),  # words outside the language take nothing away
     ("ab|ac", [b"ab", b"ac"]),  # everything taken away: the empty language
     ('"[^"]*"', [b'"a"', b'"ab"', b'"b"', b'""']),  # keys of free-form members
+    ("a[bc]|x", [b"ac", b"ab", b"ab"]),  # a node that dies inside the trie, a repeated word
 ])
 def test_without_words_is_difference_with_the_words(pattern, words):
     """``without_words`` (a trie on top of the DFA) accepts what ``difference`` with the words'
@@ -393,6 +396,34 @@ def test_without_words_is_difference_with_the_words(pattern, words):
             assert (kept is not None and kept.matches(text)) == want, (pattern, text)
             checked += want
     assert (kept is None) == (checked == 0)
+    if kept is not None:  # a ByteDFA's every state can still reach acceptance
+        from constrain.automata.byte_dfa import _live_states_reference
+
+        assert _live_states_reference(kept.trans, kept.accepting).all()
+
+
+@pytest.mark.parametrize("minimize", [True, False])
+@pytest.mark.parametrize("max_run", [0, 1, 2])
+def test_bound_runs_refuses_exactly_the_long_runs(minimize, max_run):
+    """``bound_runs`` keeps the strings whose every run of spaces (all of them between
+    tokens here) is at most ``max_run`` long, over every string of up to 7 bytes.  The
+    unminimised DFA enters its space loops from other states on the first space, the
+    minimised one loops in place: both ways of starting a run are covered."""
+    from constrain.automata.byte_dfa import _live_states_reference, build_byte_dfa
+    from constrain.automata.dfa_ops import bound_runs
+    from constrain.grammar.regex import parse_regex
+
+    dfa = build_byte_dfa(parse_regex(r"\[ *(a *(, *a *)*)?\]"), minimize=minimize)
+    loops = dfa.trans[:, ord(" ")] == np.arange(dfa.num_states)
+    assert loops.any()
+    bounded = bound_runs(dfa, loops, b" ", max_run)
+    assert _live_states_reference(bounded.trans, bounded.accepting).all()
+    for length in range(8):
+        for letters in itertools.product(b"[a, ]", repeat=length):
+            text = bytes(letters)
+            longest = max((len(run) for run in re.findall(rb" +", text)), default=0)
+            assert bounded.matches(text) == (dfa.matches(text) and longest <= max_run), text
+            assert bounded.is_prefix(text) == (dfa.is_prefix(text) and longest <= max_run), text
 
 
 def test_product_over_the_state_limit_is_a_regex_error(monkeypatch):

@@ -621,3 +621,148 @@ def pair_product(ta, tb, start_a, start_b, mode, max_states):  # pragma: no cove
             trans[done, byte] = last_id
         done += 1
     return 0, trans[:count], pair_a[:count], pair_b[:count]
+
+
+@njit(cache=True, nogil=True)
+def trie_without_words(trans, accepting, start, data, offsets):  # pragma: no cover - compiled
+    """The table of ``L(trans) minus`` the words ``data[offsets[i]:offsets[i + 1]]`` (sorted).
+
+    A trie of the words rides on top of the DFA: each node copies the row of the
+    state its prefix reaches, its children override their bytes, and nodes that
+    end a word stop accepting.  Sorted words share a prefix with the one before,
+    so the trie is built without lookups, and nodes come after their parents.  A
+    node dies when it does not accept and every byte its state reads leads to a
+    child that died (every state of the DFA itself is live).  Returns ``(trans,
+    accepting, start)`` with rows ``n..`` the live nodes; start -1 when nothing is
+    left.
+    """
+    n = trans.shape[0]
+    num_words = offsets.shape[0] - 1
+    capacity = data.shape[0] + 1
+    parent = np.empty(capacity, np.int32)
+    via = np.empty(capacity, np.int32)  # the byte from the parent
+    paired = np.empty(capacity, np.int32)  # the DFA state the node's prefix reaches, -1 when it left
+    ends = np.zeros(capacity, np.bool_)
+    path = np.empty(capacity, np.int32)  # nodes of the previous word, by depth
+    parent[0], via[0], paired[0], path[0] = -1, -1, start, 0
+    count = 1
+    for w in range(num_words):
+        lo, hi = offsets[w], offsets[w + 1]
+        shared = 0
+        if w > 0:
+            plo, phi = offsets[w - 1], offsets[w]
+            while shared < hi - lo and shared < phi - plo and data[lo + shared] == data[plo + shared]:
+                shared += 1
+        for depth in range(shared, hi - lo):
+            up = path[depth]
+            byte = data[lo + depth]
+            parent[count], via[count] = up, byte
+            paired[count] = trans[paired[up], byte] if paired[up] >= 0 else -1
+            path[depth + 1] = count
+            count += 1
+        ends[path[hi - lo]] = True
+    overridden = np.zeros(count, np.int32)  # children whose byte the state reads
+    live_child = np.zeros(count, np.bool_)
+    live = np.zeros(count, np.bool_)
+    for node in range(count - 1, -1, -1):
+        state = paired[node]
+        if state < 0:
+            continue
+        reads = 0
+        for byte in range(256):
+            if trans[state, byte] >= 0:
+                reads += 1
+        live[node] = (accepting[state] and not ends[node]) or reads > overridden[node] or live_child[node]
+        if node > 0:
+            overridden[parent[node]] += 1
+            if live[node]:
+                live_child[parent[node]] = True
+    if not live[0]:
+        return trans[:0], accepting[:0], -1
+    row_of = np.full(count, -1, np.int32)
+    kept = 0
+    for node in range(count):
+        if live[node]:
+            row_of[node] = n + kept
+            kept += 1
+    out = np.empty((n + kept, 256), np.int32)
+    out[:n] = trans
+    out_accepting = np.empty(n + kept, np.bool_)
+    out_accepting[:n] = accepting
+    for node in range(count):
+        if live[node]:
+            out[row_of[node]] = trans[paired[node]]
+            out_accepting[row_of[node]] = accepting[paired[node]] and not ends[node]
+    for node in range(1, count):
+        if row_of[parent[node]] >= 0:
+            out[row_of[parent[node]], via[node]] = row_of[node]
+    return out, out_accepting, row_of[0]
+
+
+@njit(cache=True, nogil=True)
+def bounded_runs(trans, accepting, loops, run, max_run):  # pragma: no cover - compiled
+    """The table of :func:`~constrain.automata.dfa_ops.bound_runs`, written in one pass.
+
+    Loop state ``s`` (``loops[s]``) gets ``max_run`` copies, rows ``first[s]..``: copy
+    ``k`` reads a run byte into copy ``k + 1`` (the last reads none) and every other
+    byte as ``s`` does.  ``s`` itself and every state whose run byte enters a loop
+    state go to that state's first copy instead (no copies: nowhere).
+    """
+    n = trans.shape[0]
+    first = np.full(n, -1, np.int32)
+    count = 0
+    for s in range(n):
+        if loops[s]:
+            if max_run > 0:
+                first[s] = n + count * max_run
+            count += 1
+    total = n + count * max_run
+    out = np.empty((total, 256), np.int32)
+    out_accepting = np.empty(total, np.bool_)
+    for s in range(n):
+        out[s] = trans[s]
+        out_accepting[s] = accepting[s]
+        for b in run:
+            target = trans[s, b]
+            if target >= 0 and loops[target]:
+                out[s, b] = first[target]
+        if loops[s] and max_run > 0:
+            for k in range(max_run):
+                row = first[s] + k
+                out[row] = trans[s]
+                out_accepting[row] = accepting[s]
+                for b in run:
+                    out[row, b] = row + 1 if k + 1 < max_run else -1
+    return out, out_accepting
+
+
+@njit(cache=True, nogil=True)
+def wired_copies(trans, accepting, sites, symbol, template, start_row):  # pragma: no cover - compiled
+    """The table of :func:`~constrain.automata.pushdown.inline_calls`, written in one pass.
+
+    ``template`` holds the callee's inner states as rows of local ids (``m``, its
+    row count, meaning "a value ended: return"), ``start_row`` its start's moves
+    the same way.  Site ``i`` gets rows ``n + i * m ..``, its return state where
+    the template returns, and its own row takes the start's moves instead of the
+    call move.
+    """
+    n = trans.shape[0]
+    m = template.shape[0]
+    out = np.empty((n + sites.shape[0] * m, 256), np.int32)
+    out[:n] = trans
+    out_accepting = np.zeros(out.shape[0], np.bool_)
+    out_accepting[:n] = accepting
+    for i in range(sites.shape[0]):
+        site = sites[i]
+        ret = trans[site, symbol]
+        base = n + i * m
+        for row in range(m):
+            for byte in range(256):
+                local = template[row, byte]
+                out[base + row, byte] = -1 if local < 0 else (ret if local == m else base + local)
+        for byte in range(256):
+            local = start_row[byte]
+            if local >= 0:
+                out[site, byte] = ret if local == m else base + local
+        out[site, symbol] = -1
+    return out, out_accepting

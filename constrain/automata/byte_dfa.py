@@ -749,6 +749,12 @@ def warm_up() -> None:
     path: subset construction, dead-state pruning, minimisation; a difference takes
     the product kernel.
     """
-    from .dfa_ops import difference  # dfa_ops builds on this module
+    from .dfa_ops import bound_runs, difference, without_words  # dfa_ops builds on this module
 
     difference(build_byte_dfa(parse_regex("(a|bc)*d")), build_byte_dfa(parse_regex("ad")))
+    words = without_words(build_byte_dfa(parse_regex("[ab]+ *")), [b"a", b"ab"])
+    bound_runs(words, words.trans[:, 32] == np.arange(words.num_states), b" ", 2)
+    from ._dfa_kernels import wired_copies  # inline_calls (in pushdown, which imports this module)
+
+    wired_copies(words.trans, words.accepting, np.zeros(1, dtype=np.int64), 32, np.full((1, 256), -1, dtype=np.int32),
+                 np.full(256, -1, dtype=np.int32))

@@ -14,8 +14,8 @@ from typing import Callable
 import numpy as np
 
 from ..errors import RegexError
-from ._dfa_kernels import PRODUCT_MODES, PRODUCT_OVERFLOW, pair_product
-from .byte_dfa import MAX_DFA_STATES, ByteDFA, _minimize, _prune_dead, byte_trie
+from ._dfa_kernels import PRODUCT_MODES, PRODUCT_OVERFLOW, bounded_runs, pair_product, trie_without_words
+from .byte_dfa import MAX_DFA_STATES, ByteDFA, _minimize, _prune_dead
 
 __all__ = ["intersect", "difference", "union", "product", "without_words", "bound_runs", "dfa_from_table"]
 
@@ -64,32 +64,19 @@ def without_words(dfa: ByteDFA, words: list[bytes]) -> ByteDFA | None:
     """``L(dfa)`` minus a finite set of words; None when empty.
 
     The same language as ``difference(dfa, <the words' DFA>)``, built without a
-    product: a trie of the words rides on top of ``dfa`` (each trie node copies the
-    row of the state its prefix reaches, its children overriding their bytes), and
-    the nodes that end a word stop accepting.  JSON objects need "any key but the
-    listed ones" once per object, where the product was most of the cost.
+    product: a trie of the words rides on top of ``dfa`` (the kernel
+    :func:`~constrain.automata._dfa_kernels.trie_without_words`).  JSON objects
+    need "any key but the listed ones" once per object, where the product (and
+    then a trie walked in Python) was most of the cost.
     """
-    children, ends = byte_trie(words)
-    rows = dfa._python_rows()
-    paired = [int(dfa.start)] + [-1] * (len(children) - 1)  # trie node -> the state its prefix reaches
-    for node, moves in enumerate(children):  # parents come first
-        if paired[node] >= 0:
-            for byte, child in moves.items():
-                paired[child] = rows[paired[node]][byte]  # -1: the word left the language
-    kept = [node for node in range(len(children)) if paired[node] >= 0]
-    n, index = dfa.num_states, {node: dfa.num_states + k for k, node in enumerate(kept)}
-    copied = [paired[node] for node in kept]
-    trans = np.concatenate([dfa.trans, dfa.trans[copied]])
-    for node in kept:
-        for byte, child in children[node].items():
-            if child in index:
-                trans[index[node], byte] = index[child]
-    accepting = np.concatenate([dfa.accepting, dfa.accepting[copied] & ~np.array([ends[node] for node in kept])])
-    pruned = _prune_dead(trans, np.where(accepting, 0, -1).astype(np.int32), (n,))
-    if pruned is None:
+    ordered = sorted(set(words))
+    offsets = np.zeros(len(ordered) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(word) for word in ordered])
+    data = np.frombuffer(b"".join(ordered), dtype=np.uint8)
+    trans, accepting, start = trie_without_words(*_contiguous(dfa), int(dfa.start), data, offsets)
+    if start < 0:
         return None
-    trans, labels, (start,) = pruned  # not minimized: that would cost more than the rest
-    return ByteDFA(trans, labels >= 0, start)
+    return ByteDFA(trans, accepting, int(start))  # not minimized: that would cost more than the rest
 
 
 def bound_runs(dfa: ByteDFA, loop_states: np.ndarray, run_bytes: bytes, max_run: int) -> ByteDFA:
@@ -102,30 +89,11 @@ def bound_runs(dfa: ByteDFA, loop_states: np.ndarray, run_bytes: bytes, max_run:
     the schema automata small (one looping state per position) while a model still
     cannot emit spaces forever.
     """
-    marked = np.nonzero(loop_states)[0]
-    if marked.size == 0:
+    if not loop_states.any():
         return dfa
-    n, count, extra = dfa.num_states, marked.size, max_run  # copies 1..max_run of each marked state
     run = np.frombuffer(run_bytes, dtype=np.uint8)
-    first_copy = np.full(n, -1, dtype=np.int32)  # marked state -> id of its copy 1 (-1: no run allowed)
-    if extra:
-        first_copy[marked] = n + np.arange(count, dtype=np.int32) * extra
-    # Copy k of marked state i is row n + i*extra + (k-1): its rows are the state's, except
-    # that run bytes lead to copy k+1 (none after the last).
-    copies = np.repeat(dfa.trans[marked][:, None, :], extra, axis=1)  # (count, extra, 256)
-    following = first_copy[marked][:, None] + np.arange(1, extra + 1, dtype=np.int32)[None, :]
-    following[:, -1:] = -1
-    copies[:, :, run] = following[:, :, None]
-    trans = np.concatenate([dfa.trans, copies.reshape(count * extra, 256)])
-    accepting = np.concatenate([dfa.accepting, np.repeat(dfa.accepting[marked], extra)])
-    trans[marked[:, None], run[None, :]] = first_copy[marked][:, None]
-    # A run usually starts outside its loop state (an unminimized DFA enters the loop on
-    # the run's first byte): that byte counts too, so it leads to copy 1, not the loop.
-    targets = dfa.trans[:, run]
-    entering = (targets >= 0) & loop_states[np.maximum(targets, 0)] & ~loop_states[:, None]
-    rows, cols = np.nonzero(entering)
-    trans[rows, run[cols]] = first_copy[targets[rows, cols]]
-    return ByteDFA(np.ascontiguousarray(trans), accepting, dfa.start)
+    trans, accepting = bounded_runs(*_contiguous(dfa), np.ascontiguousarray(loop_states, dtype=np.bool_), run, max_run)
+    return ByteDFA(trans, accepting, dfa.start)
 
 
 def dfa_from_table(trans: np.ndarray, accepting: np.ndarray, start: int) -> ByteDFA | None:
@@ -136,6 +104,12 @@ def dfa_from_table(trans: np.ndarray, accepting: np.ndarray, start: int) -> Byte
         return None
     trans, labels, (start,) = _minimize(*pruned)
     return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), labels >= 0, start)
+
+
+def _contiguous(dfa: ByteDFA) -> tuple[np.ndarray, np.ndarray]:
+    """The DFA's table and accepting flags in the one layout the kernels are compiled for
+    (another layout would compile them again, for seconds, in the middle of a compile)."""
+    return np.ascontiguousarray(dfa.trans, dtype=np.int32), np.ascontiguousarray(dfa.accepting, dtype=np.bool_)
 
 
 def _with_sink(trans: np.ndarray) -> np.ndarray:

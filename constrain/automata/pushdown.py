@@ -38,6 +38,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ._dfa_kernels import wired_copies
 from .byte_dfa import ByteDFA, _NFA, _minimize, _prune_dead, _subset_construction
 from .cache import DiskCache
 from .engine_base import EngineBase
@@ -140,19 +141,10 @@ def inline_calls(dfa: ByteDFA, symbol: int, callee: ByteDFA, max_states: int) ->
     local[inner] = np.arange(m, dtype=np.int32)
     local[callee.accepting] = m  # an end: the site's return state
     template = np.where(ctrans >= 0, local[np.maximum(ctrans, 0)], np.int32(-1))
-    returns = dfa.trans[sites, symbol]
-    bases = np.int32(dfa.num_states) + np.arange(sites.size, dtype=np.int32) * np.int32(m)
-
-    def wired(rows: np.ndarray) -> np.ndarray:  # rows [k, ..., 256] of local ids, per site
-        shape = (-1,) + (1,) * (rows.ndim - 1)
-        out = np.where(rows == m, returns.reshape(shape), rows + bases.reshape(shape))
-        return np.where(rows < 0, np.int32(-1), out)
-
-    trans = np.concatenate([dfa.trans, wired(np.broadcast_to(template[inner], (sites.size, m, 256))).reshape(-1, 256)])
-    trans[sites[:, None], np.flatnonzero(first)[None, :]] = wired(np.broadcast_to(template[start][first], (sites.size, int(first.sum()))))
-    trans[sites, symbol] = -1
-    accepting = np.concatenate([dfa.accepting, np.zeros(sites.size * m, dtype=bool)])
-    return ByteDFA(np.ascontiguousarray(trans), accepting, dfa.start)
+    trans, accepting = wired_copies(np.ascontiguousarray(dfa.trans, dtype=np.int32), np.ascontiguousarray(dfa.accepting),
+                                    sites.astype(np.int64), symbol, np.ascontiguousarray(template[inner]),
+                                    np.ascontiguousarray(template[start]))
+    return ByteDFA(trans, accepting, dfa.start)
 
 
 _MOST_BYTES: dict[tuple[str, bytes], int] = {}

@@ -11,6 +11,7 @@ string has one text and a token mask never has to reason about equivalent forms.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -108,8 +109,9 @@ def encode_chars(node: RegexNode) -> RegexNode:
 
 
 def encoded_string(text: str) -> str:
-    """``json.dumps(text, ensure_ascii=False)``."""
-    return '"' + "".join(_escape(ord(c)) if ord(c) in _SHORT_ESCAPES or ord(c) < 0x20 else c for c in text) + '"'
+    """``json.dumps(text, ensure_ascii=False)``: the spelling the string grammar writes
+    (:data:`_SHORT_ESCAPES`, ``\\u00XX`` for other controls), which keys and literals must match."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 @lru_cache(maxsize=1024)
@@ -356,23 +358,26 @@ def counted_string_callee(counted: CountedString, margin: int) -> CountedCallee:
     if states > MAX_DFA_STATES:
         raise RegexError(f"counting {counted.describe()} takes {states:,} states "
                          f"for tokens of {margin} bytes (the limit is {MAX_DFA_STATES:,})", "", 0)
-    bases = 1 + np.arange(copies, dtype=np.int64) * n
-    following = bases + n  # where a finished character goes: the next copy...
+    rows = rows.astype(np.int32, copy=False)  # int32 throughout (the state count is checked above): the copies are large
+    bases = np.int32(1) + np.arange(copies, dtype=np.int32) * np.int32(n)
+    following = bases + np.int32(n)  # where a finished character goes: the next copy...
     following[low] = bases[low]  # ...but the loop stays in itself
     following[-1] = -1  # and at the bound nothing more is read
     ending = (rows >= 0) & ends[np.maximum(rows, 0)]
-    trans = np.where(rows[None] < 0, -1, rows[None] + np.where(ending[None], following[:, None, None],
-                                                                 bases[:, None, None]))
-    trans = np.where(ending[None] & (following[:, None, None] < 0), -1, trans)
+    none = np.int32(-1)
+    trans = np.where(rows[None] < 0, none, rows[None] + np.where(ending[None], following[:, None, None],
+                                                                   bases[:, None, None]))
+    trans = np.where(ending[None] & (following[:, None, None] < 0), none, trans)
     close = 1 + copies * n
-    trans = np.concatenate([np.full((1, 256), -1), trans.reshape(copies * n, 256), np.full((1, 256), -1)])
+    trans = np.concatenate([np.full((1, 256), none), trans.reshape(copies * n, 256), np.full((1, 256), none)])
     trans[0, ord('"')] = 1
     trans[(bases[low:, None] + np.flatnonzero(done)[None]).ravel(), ord('"')] = close
     accepting = np.zeros(trans.shape[0], dtype=bool)
     accepting[close] = True
     live = _live_states(trans, accepting)
-    new_index = np.cumsum(live) - 1
-    trans = np.where(trans >= 0, np.where(live[np.maximum(trans, 0)], new_index[np.maximum(trans, 0)], -1), -1)
+    new_index = (np.cumsum(live) - 1).astype(np.int32)
+    new_index[~live] = -1
+    trans = np.where(trans >= 0, new_index[np.maximum(trans, 0)], none)
     loop = np.arange(bases[low], bases[low] + n)[live[bases[low]:bases[low] + n]]
     exit_states = loop + (bases[low + 1] - bases[low])
     exits = np.where(ends[loop - bases[low]], np.where(live[exit_states], new_index[exit_states], -2), -1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..regex import EMPTY, Alt, CharSet, Concat, Repeat, RegexNode
 
 __all__ = ["lit", "cls", "seq", "alt", "opt", "star", "plus", "rep", "NOTHING", "DIGIT", "NONZERO", "EMPTY"]
@@ -9,8 +11,10 @@ __all__ = ["lit", "cls", "seq", "alt", "opt", "star", "plus", "rep", "NOTHING", 
 NOTHING: RegexNode = Alt(())  # the empty language: a branch that can never be taken
 
 
+@lru_cache(maxsize=4096)
 def lit(text: str) -> RegexNode:
-    """The literal string ``text``."""
+    """The literal string ``text`` (memoised: trees are immutable, and every object member
+    spells its key, so the same few keys recur within and across schemas)."""
     return Concat(tuple(CharSet(((ord(c), ord(c)),)) for c in text))
 
 
