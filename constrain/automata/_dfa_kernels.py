@@ -625,7 +625,7 @@ def pair_product(ta, tb, start_a, start_b, mode, max_states):  # pragma: no cove
 
 @njit(cache=True, nogil=True)
 def trie_without_words(trans, accepting, start, data, offsets):  # pragma: no cover - compiled
-    """The table of ``L(trans) minus`` the words ``data[offsets[i]:offsets[i + 1]]`` (sorted).
+    """The table of ``L(trans)`` minus the words ``data[offsets[i]:offsets[i + 1]]`` (sorted, distinct).
 
     A trie of the words rides on top of the DFA: each node copies the row of the
     state its prefix reaches, its children override their bytes, and nodes that
