@@ -452,11 +452,18 @@ def _subset_construction_reference(nfa: _NFA, starts: tuple[int, ...], finals: d
     return trans, labels, tuple(index[closure(start)] for start in starts)
 
 
+def _kernel_arrays(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A table and its accepting flags in the one layout the kernels are compiled for
+    (C-ordered int32 and bool: another layout would compile a kernel again, for seconds,
+    in the middle of a compile)."""
+    return np.ascontiguousarray(trans, dtype=np.int32), np.ascontiguousarray(accepting, dtype=np.bool_)
+
+
 def _live_states(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     """States from which an accepting state is reachable (a numba reverse search)."""
     from ._dfa_kernels import live_states
 
-    return live_states(np.ascontiguousarray(trans, dtype=np.int32), np.ascontiguousarray(accepting, dtype=bool))
+    return live_states(*_kernel_arrays(trans, accepting))
 
 
 def _live_states_reference(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
@@ -754,7 +761,7 @@ def warm_up() -> None:
     difference(build_byte_dfa(parse_regex("(a|bc)*d")), build_byte_dfa(parse_regex("ad")))
     words = without_words(build_byte_dfa(parse_regex("[ab]+ *")), [b"a", b"ab"])
     bound_runs(words, words.trans[:, 32] == np.arange(words.num_states), b" ", 2)
-    from ._dfa_kernels import wired_copies  # inline_calls (in pushdown, which imports this module)
+    from .pushdown import COUNTED_SYMBOLS, call_marker, inline_calls  # pushdown imports this module
 
-    wired_copies(words.trans, words.accepting, np.zeros(1, dtype=np.int64), 32, np.full((1, 256), -1, dtype=np.int32),
-                 np.full(256, -1, dtype=np.int32))
+    symbol = COUNTED_SYMBOLS[0]
+    inline_calls(call_marker(symbol), symbol, build_byte_dfa(parse_regex('"a*"')), MAX_DFA_STATES)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import RegexError
 from ._dfa_kernels import PRODUCT_MODES, PRODUCT_OVERFLOW, bounded_runs, pair_product, trie_without_words
-from .byte_dfa import MAX_DFA_STATES, ByteDFA, _minimize, _prune_dead
+from .byte_dfa import MAX_DFA_STATES, ByteDFA, _kernel_arrays, _minimize, _prune_dead
 
 __all__ = ["intersect", "difference", "union", "product", "without_words", "bound_runs", "dfa_from_table"]
 
@@ -73,7 +73,8 @@ def without_words(dfa: ByteDFA, words: list[bytes]) -> ByteDFA | None:
     offsets = np.zeros(len(ordered) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(word) for word in ordered])
     data = np.frombuffer(b"".join(ordered), dtype=np.uint8)
-    trans, accepting, start = trie_without_words(*_contiguous(dfa), int(dfa.start), data, offsets)
+    table, accepting = _kernel_arrays(dfa.trans, dfa.accepting)
+    trans, accepting, start = trie_without_words(table, accepting, int(dfa.start), data, offsets)
     if start < 0:
         return None
     return ByteDFA(trans, accepting, int(start))  # not minimized: that would cost more than the rest
@@ -92,7 +93,8 @@ def bound_runs(dfa: ByteDFA, loop_states: np.ndarray, run_bytes: bytes, max_run:
     if not loop_states.any():
         return dfa
     run = np.frombuffer(run_bytes, dtype=np.uint8)
-    trans, accepting = bounded_runs(*_contiguous(dfa), np.ascontiguousarray(loop_states, dtype=np.bool_), run, max_run)
+    loops = np.ascontiguousarray(loop_states, dtype=np.bool_)
+    trans, accepting = bounded_runs(*_kernel_arrays(dfa.trans, dfa.accepting), loops, run, max_run)
     return ByteDFA(trans, accepting, dfa.start)
 
 
@@ -104,12 +106,6 @@ def dfa_from_table(trans: np.ndarray, accepting: np.ndarray, start: int) -> Byte
         return None
     trans, labels, (start,) = _minimize(*pruned)
     return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), labels >= 0, start)
-
-
-def _contiguous(dfa: ByteDFA) -> tuple[np.ndarray, np.ndarray]:
-    """The DFA's table and accepting flags in the one layout the kernels are compiled for
-    (another layout would compile them again, for seconds, in the middle of a compile)."""
-    return np.ascontiguousarray(dfa.trans, dtype=np.int32), np.ascontiguousarray(dfa.accepting, dtype=np.bool_)
 
 
 def _with_sink(trans: np.ndarray) -> np.ndarray:

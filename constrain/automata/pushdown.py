@@ -39,7 +39,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ._dfa_kernels import wired_copies
-from .byte_dfa import ByteDFA, _NFA, _minimize, _prune_dead, _subset_construction
+from .byte_dfa import ByteDFA, _NFA, _kernel_arrays, _minimize, _prune_dead, _subset_construction
 from .cache import DiskCache
 from .engine_base import EngineBase
 from .token_dfa import MAX_FORCED_BYTES
@@ -141,7 +141,7 @@ def inline_calls(dfa: ByteDFA, symbol: int, callee: ByteDFA, max_states: int) ->
     local[inner] = np.arange(m, dtype=np.int32)
     local[callee.accepting] = m  # an end: the site's return state
     template = np.where(ctrans >= 0, local[np.maximum(ctrans, 0)], np.int32(-1))
-    trans, accepting = wired_copies(np.ascontiguousarray(dfa.trans, dtype=np.int32), np.ascontiguousarray(dfa.accepting),
+    trans, accepting = wired_copies(*_kernel_arrays(dfa.trans, dfa.accepting),
                                     sites.astype(np.int64), symbol, np.ascontiguousarray(template[inner]),
                                     np.ascontiguousarray(template[start]))
     return ByteDFA(trans, accepting, dfa.start)
