@@ -402,3 +402,15 @@ def test_oversized_pattern_counts_are_schema_errors_with_pointers():
         language.pushdown(4000)  # as if a token held 4,000 bytes
     assert info.value.pointer == "/properties/e" and "format 'email'" in str(info.value)
     assert "tokens of 4000 bytes" in str(info.value)
+
+
+def test_a_call_without_its_callee_is_refused_by_name():
+    """A table that calls a symbol no callee was given for must not build: the call
+    would read as a dead end, silently shrinking the language."""
+    from constrain.automata.pushdown import COUNTED_SYMBOLS, call_marker
+
+    with pytest.raises(ValueError, match="no callee stands for: 0xf5"):
+        PushdownDFA(call_marker(COUNTED_SYMBOLS[0]), None)
+    with pytest.raises(ValueError, match="no callee stands for: 0xff"):
+        PushdownDFA(call_marker(CALL), None)
+    assert PushdownDFA(call_marker(CALL), call_marker(0x61)).call_ret[0].tolist() == [1]

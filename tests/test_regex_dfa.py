@@ -342,6 +342,33 @@ def test_numba_minimisation_matches_reference_on_random_tables():
             _assert_same_language(a, b, same_size=False)
 
 
+def test_run_table_lists_every_maximal_run_with_a_live_target():
+    """``run_table`` against a byte-by-byte reading of each row, on random tables with
+    runs at both ends of a row, adjacent runs with different targets, and empty rows."""
+    from constrain.automata.byte_dfa import ByteDFA
+
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        n = int(rng.integers(1, 12))
+        cuts = np.sort(rng.integers(0, 257, size=(n, int(rng.integers(0, 6)))), axis=1)
+        trans = np.full((n, 256), -1, dtype=np.int32)
+        for s, row_cuts in enumerate(cuts):
+            for lo, hi in zip([0, *row_cuts], [*row_cuts, 256]):
+                trans[s, lo:hi] = rng.integers(-1, n)
+        expected = []
+        for s in range(n):
+            for b in range(256):
+                t = int(trans[s, b])
+                if t < 0:
+                    continue
+                if b and trans[s, b - 1] == t:
+                    expected[-1][2] = b
+                else:
+                    expected.append([s, b, b, t])
+        runs = ByteDFA(trans, np.zeros(n, dtype=bool), 0).run_table()
+        assert runs.dtype == np.int32 and runs.tolist() == expected
+
+
 def test_numba_construction_keeps_the_state_limit(monkeypatch):
     from constrain.automata import byte_dfa
 

@@ -332,6 +332,44 @@ def live_states(trans, accepting):
     return live
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row_runs(trans, s, out, k, write):  # pragma: no cover - compiled
+    """Count (``write`` False) or write into ``out`` from row ``k`` on the runs of row ``s``
+    (see :func:`byte_runs`); returns ``k`` plus the row's number of runs."""
+    prev = -1
+    for b in range(256):
+        t = trans[s, b]
+        if t >= 0 and t != prev:
+            if write:
+                out[k, 0] = s
+                out[k, 1] = b
+                out[k, 3] = t
+            k += 1
+        if write and t >= 0:
+            out[k - 1, 2] = b
+        prev = t
+    return k
+
+
+@njit(cache=True, nogil=True)
+def byte_runs(trans):  # pragma: no cover - compiled
+    """int32 ``[k, 4]`` rows ``(state, lo, hi, target)``: each maximal run of bytes with one
+    live target, by state then byte (see :meth:`~constrain.automata.byte_dfa.ByteDFA.run_table`).
+
+    Two row-wise passes, count then write, so the only allocation is the result.
+    """
+    n = trans.shape[0]
+    out = np.empty((0, 4), np.int32)
+    count = 0
+    for s in range(n):
+        count = _row_runs(trans, s, out, count, False)
+    out = np.empty((count, 4), np.int32)
+    k = 0
+    for s in range(n):
+        k = _row_runs(trans, s, out, k, True)
+    return out
+
+
 @njit(cache=True, nogil=True)
 def gather_rows(trans, rows, new_index):
     """``new_index[trans[rows]]`` with ``-1`` kept as ``-1``, in one pass (no n x 256 temporaries)."""

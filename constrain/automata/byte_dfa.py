@@ -94,20 +94,13 @@ class ByteDFA:
 
     def run_table(self) -> np.ndarray:
         """int32 ``[k, 4]`` rows ``(state, lo, hi, target)``: each maximal run of bytes with one
-        live target, by state then byte (memoised; computed with array operations, since
+        live target, by state then byte (memoised; a numba pass over the table, since
         embedding a DFA into an NFA needs every run of every row).
         """
         if self._runs is None:
-            n = self.num_states
-            change = np.ones((n, 256), dtype=bool)
-            change[:, 1:] = self.trans[:, 1:] != self.trans[:, :-1]
-            state, lo = np.nonzero(change)
-            first = state * 256 + lo
-            last = np.append(first[1:], n * 256) - 1 - state * 256  # a row's last run ends at 255
-            target = self.trans[state, lo]
-            live = target >= 0
-            table = np.stack([state[live], lo[live], last[live], target[live]], axis=1).astype(np.int32)
-            object.__setattr__(self, "_runs", table)
+            from ._dfa_kernels import byte_runs
+
+            object.__setattr__(self, "_runs", byte_runs(_kernel_arrays(self.trans, self.accepting)[0]))
         return self._runs
 
     def _python_rows(self) -> list:
@@ -493,6 +486,8 @@ def _prune_dead(trans: np.ndarray, labels: np.ndarray, starts: tuple[int, ...]):
     live = _live_states(trans, labels >= 0)
     if not all(live[start] for start in starts):
         return None
+    if live.all():  # the usual case for automata built from all-live parts: nothing to renumber
+        return _owned(trans), labels, starts
     from ._dfa_kernels import gather_rows
 
     kept = np.flatnonzero(live)
@@ -500,6 +495,16 @@ def _prune_dead(trans: np.ndarray, labels: np.ndarray, starts: tuple[int, ...]):
     new_index[kept] = np.arange(kept.size, dtype=np.int32)
     pruned = gather_rows(np.ascontiguousarray(trans, dtype=np.int32), kept, new_index)
     return pruned, labels[live], tuple(int(new_index[start]) for start in starts)
+
+
+def _owned(trans: np.ndarray) -> np.ndarray:
+    """``trans`` as a C-ordered int32 table, copied when it is a view holding a much
+    larger buffer alive (subset construction over-allocates its rows by up to 2x)."""
+    trans = np.ascontiguousarray(trans, dtype=np.int32)
+    base = trans.base
+    if isinstance(base, np.ndarray) and base.nbytes > trans.nbytes + trans.nbytes // 4:
+        trans = trans.copy()
+    return trans
 
 
 def _distinct_columns(trans: np.ndarray) -> np.ndarray:
@@ -758,7 +763,9 @@ def warm_up() -> None:
     """
     from .dfa_ops import bound_runs, difference, without_words  # dfa_ops builds on this module
 
-    difference(build_byte_dfa(parse_regex("(a|bc)*d")), build_byte_dfa(parse_regex("ad")))
+    looping = build_byte_dfa(parse_regex("(a|bc)*d"))
+    looping.run_table()
+    difference(looping, build_byte_dfa(parse_regex("ad")))
     words = without_words(build_byte_dfa(parse_regex("[ab]+ *")), [b"a", b"ab"])
     bound_runs(words, words.trans[:, 32] == np.arange(words.num_states), b" ", 2)
     from .pushdown import COUNTED_SYMBOLS, call_marker, inline_calls  # pushdown imports this module
