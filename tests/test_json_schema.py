@@ -322,6 +322,39 @@ def test_combinators(name):
     assert_agrees(COMBINATOR_SCHEMAS[name], values)
 
 
+_D4, _D6, _D7 = (f"http://json-schema.org/draft-{n:02d}/schema#" for n in (4, 6, 7))
+# Keywords a schema's declared draft does not define yet: its validators ignore them.
+# Each case: the schema, and the keywords the compile must note as ignored.
+LATER_KEYWORD_SCHEMAS = {
+    "draft-04 const and if/then": ({"$schema": _D4, "type": "integer", "const": 3, "if": {"minimum": 5},
+                                    "then": {"maximum": 6}, "maximum": 9}, ("const", "if", "then")),
+    "draft-04 contains and propertyNames": ({"$schema": _D4, "type": ["array", "object"], "contains": {"const": 1},
+                                             "propertyNames": {"maxLength": 1}, "maxItems": 2},
+                                            ("contains", "propertyNames")),
+    "draft-06 if/then/else": ({"$schema": _D6, "type": "integer", "const": 7, "if": {"minimum": 5},
+                               "then": {"maximum": 6}, "else": {"const": 1}}, ("if", "then", "else")),
+    "draft-07 2019-09 keywords": ({"$schema": _D7, "type": ["array", "object"], "maxItems": 2,
+                                   "prefixItems": [{"type": "string"}], "dependentRequired": {"a": ["b"]},
+                                   "contains": {"type": "integer"}, "maxContains": 1,
+                                   "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                                   "additionalProperties": False}, ("prefixItems", "dependentRequired", "maxContains")),
+    "2019-09 prefixItems": ({"$schema": "https://json-schema.org/draft/2019-09/schema", "type": "array",
+                             "prefixItems": [{"type": "string"}], "items": {"type": "integer"}, "maxItems": 2},
+                            ("prefixItems",)),
+    "draft-04 pointer into an ignored keyword": ({"$schema": _D4, "type": "object", "if": {"type": "integer"},
+                                                  "properties": {"a": {"$ref": "#/if"}}}, ("if",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LATER_KEYWORD_SCHEMAS))
+def test_keywords_of_later_drafts_are_ignored_as_validators_do(name):
+    schema, ignored = LATER_KEYWORD_SCHEMAS[name]
+    assert_agrees(schema, COMBINATOR_VALUES + [[1, 1], ["a", 1], [1, "a"], {"a": 1}, {"ab": 1}, {"b": 2}])
+    notes = schema_to_dfa(schema).notes
+    noted = sorted(note.split(":")[0] for note in notes if "is not a keyword of" in note or ": not a keyword of" in note)
+    assert noted == sorted(f"#/{keyword}" for keyword in ignored), notes
+
+
 def test_one_of_branches_with_different_orders():
     schema = COMBINATOR_SCHEMAS["oneOf objects"]
     value = {"a": 1, "b": 2}
@@ -425,6 +458,26 @@ def test_a_ref_beside_properties_is_read_in_document_order():
     assert not dfa_for(ref_first).matches(b'{"foo": "a", "bar": "b"}')
     assert dfa_for(own_first).matches(b'{"foo": "a", "bar": "b"}')
     assert not dfa_for(own_first).matches(b'{"bar": "b", "foo": "a"}')
+
+
+@pytest.mark.parametrize("combinator", ["anyOf", "oneOf"])
+def test_a_combinator_beside_properties_is_read_in_document_order(combinator):
+    """A branch stands where its combinator is written, also beside the same node's
+    ``properties`` (Github_hard o60038: ``{"anyOf": [{"$ref": base}], "properties":
+    {"Protanopia": ...}}``, whose instances write base's members first)."""
+    base = {"$defs": {"b": {"properties": {"bar": {"type": "string"}}}}, "type": "object"}
+    branch_first = {**base, combinator: [{"$ref": "#/$defs/b"}], "properties": {"foo": {"type": "string"}}}
+    own_first = {**base, "properties": {"foo": {"type": "string"}}, combinator: [{"$ref": "#/$defs/b"}]}
+    assert dfa_for(branch_first).matches(b'{"bar": "b", "foo": "a"}')
+    assert not dfa_for(branch_first).matches(b'{"foo": "a", "bar": "b"}')
+    assert dfa_for(own_first).matches(b'{"foo": "a", "bar": "b"}')
+    assert not dfa_for(own_first).matches(b'{"bar": "b", "foo": "a"}')
+    # A name both list goes where the branch puts it (Github_medium o55595's "type").
+    shared = {"type": "object", combinator: [{"properties": {"bar": {}, "kind": {"type": "string"}}}],
+              "properties": {"foo": {}, "kind": {"minLength": 1}}}
+    assert dfa_for(shared).matches(b'{"bar": 1, "kind": "k", "foo": 2}')
+    assert not dfa_for(shared).matches(b'{"bar": 1, "foo": 2, "kind": "k"}')
+    assert not dfa_for(shared).matches(b'{"bar": 1, "kind": "", "foo": 2}')
 
 
 def every_text(value, spellings: bool = False) -> list[str]:
@@ -1130,6 +1183,23 @@ def test_refs_into_other_documents_given_as_resources():
     with pytest.raises(SchemaError) as info:
         schema_to_dfa(schema)
     assert "defs.json" in str(info.value)
+
+
+def test_a_pointer_missing_under_an_embedded_id_falls_back_to_the_root_with_a_note():
+    """Draft-4 schemas often give each definition an ``id`` yet write refs from the
+    document root; the pointer is tried there, and the compile says so."""
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#", "$ref": "#/definitions/source",
+              "definitions": {"limit": {"type": "integer", "minimum": 1},
+                              "source": {"id": "/source", "type": "object",
+                                         "properties": {"limit": {"$ref": "#/definitions/limit"}}}}}
+    language = schema_to_dfa(schema)
+    assert language.automaton.matches(b'{"limit": 3}') and not language.automaton.matches(b'{"limit": 0}')
+    assert language.notes == ["/definitions/source/properties/limit/$ref: '#/definitions/limit' is not found under "
+                              "the $id at /definitions/source, the base in force there; resolved against the "
+                              "document root instead"]
+    missing = {**schema, "definitions": {"source": schema["definitions"]["source"]}}
+    with pytest.raises(SchemaError, match="unresolvable \\$ref '#/definitions/limit'"):
+        schema_to_dfa(missing)
 
 
 @pytest.mark.parametrize("base, ref, expected", [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import unquote
 
@@ -28,23 +28,56 @@ _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "depe
 _SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems"}
 
 
+_FROM_2019 = frozenset({"dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
+                        "minContains", "maxContains", "prefixItems"})
+#: The keywords a draft does not define yet: its validators ignore them, and so does
+#: the compiler (``{"$schema": "...draft-04...", "if": ...}`` constrains nothing;
+#: ``jsonschema``'s ``Draft4Validator`` accepts what the ``then`` would refuse).
+LATER_KEYWORDS = {
+    4: frozenset({"const", "contains", "propertyNames", "if", "then", "else"}) | _FROM_2019,
+    6: frozenset({"if", "then", "else"}) | _FROM_2019,
+    7: _FROM_2019,
+    2019: frozenset({"prefixItems"}),
+}
+
+
 @dataclass(frozen=True)
 class Loc:
-    """A sub-schema with where it is: ``pointer`` from the root and the base URI in force."""
+    """A sub-schema with where it is: ``pointer`` from the root and the base URI in force.
+
+    ``node`` is the schema object as its draft reads it: without the keywords of
+    later drafts (:data:`LATER_KEYWORDS`); ``raw`` is the object as written, which
+    JSON pointers walk.
+    """
 
     node: Any
     pointer: str
     base: str
     draft: int = 2020
+    raw: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        node = self.node
+        if self.raw is None:
+            object.__setattr__(self, "raw", node)
+        later = LATER_KEYWORDS.get(self.draft)
+        if later is not None and isinstance(node, dict) and not later.isdisjoint(node):
+            object.__setattr__(self, "node", {k: v for k, v in node.items() if k not in later})
 
     def child(self, *path: str | int) -> "Loc":
         """The sub-schema at ``path`` below this one (keys or list indices)."""
-        node = self.node
+        node = self.raw
         pointer = self.pointer
         for part in path:
             node = node[part]
             pointer += "/" + str(part).replace("~", "~0").replace("/", "~1")
         return Loc(node, pointer, _base_of(node, self.base, self.draft), self.draft)
+
+    def later_keywords(self) -> list[str]:
+        """The keywords written here that this draft does not define (ignored)."""
+        if self.raw is self.node or not isinstance(self.raw, dict):
+            return []
+        return [k for k in self.raw if k not in self.node]
 
     @property
     def key(self) -> str:
@@ -151,6 +184,9 @@ class SchemaDocument:
         self.root = root
         self.draft = _draft_of(root)
         self.index: dict[str, Loc] = {}
+        #: What the compile should say: keywords ignored because their draft does not
+        #: define them, references resolved against the root instead of their base.
+        self.notes: list[str] = []
         base = _base_of(root, _ROOT_BASE, self.draft)
         self.root_loc = Loc(root, "", base, self.draft)
         self._register(self.root_loc, is_root=True)
@@ -179,13 +215,25 @@ class SchemaDocument:
             return doc
         if not fragment.startswith("/"):
             raise loc.error(f"unresolvable {keyword} {ref!r}: no $anchor {fragment!r}", keyword)
-        return self._follow_pointer(doc, unquote(fragment), loc, ref, keyword)
+        try:
+            return self._follow_pointer(doc, unquote(fragment), loc, ref, keyword)
+        except SchemaError:
+            if doc is self.root_loc or not ref.startswith("#"):
+                raise
+            found = self._follow_pointer(self.root_loc, unquote(fragment), loc, ref, keyword)
+        # A fragment-only reference under an embedded $id (draft-4 "id": "/source")
+        # that only makes sense from the document root: the author's evident target.
+        note = (f"{loc.pointer}/{keyword}: {ref!r} is not found under the $id at {doc.pointer or '#'}, the base "
+                "in force there; resolved against the document root instead")
+        if note not in self.notes:
+            self.notes.append(note)
+        return found
 
     def _follow_pointer(self, doc: Loc, fragment: str, loc: Loc, ref: str, keyword: str) -> Loc:
         current = doc
         for raw in fragment.split("/")[1:]:
             part = raw.replace("~1", "/").replace("~0", "~")
-            node = current.node
+            node = current.raw
             if isinstance(node, dict) and part in node:
                 current = current.child(part)
             elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
@@ -198,6 +246,9 @@ class SchemaDocument:
         node = loc.node
         if not isinstance(node, dict):
             return
+        for keyword in loc.later_keywords():
+            self.notes.append(f"{loc.pointer or '#'}/{keyword}: not a keyword of {_DRAFT_NAMES[loc.draft]} "
+                                "(the schema's $schema), so it is ignored, as that draft's validators do")
         self.index.setdefault(loc.base + "#", loc) if (is_root or _declares_id(node)) else None
         anchor = node.get("$anchor") or node.get("$dynamicAnchor")
         if isinstance(anchor, str):
@@ -225,6 +276,9 @@ class SchemaDocument:
 def _declares_id(node: dict) -> bool:
     ident = node.get("$id", node.get("id"))
     return isinstance(ident, str) and not ident.startswith("#")
+
+
+_DRAFT_NAMES = {4: "draft-04", 6: "draft-06", 7: "draft-07", 2019: "2019-09", 2020: "2020-12"}
 
 
 def _draft_of(root: Any) -> int:

@@ -101,7 +101,7 @@ class SchemaEmitter:
         self.strict = strict
         self.max_recursion = max_recursion
         self.max_any_depth = max_any_depth
-        self.notes: list[str] = []
+        self.notes: list[str] = doc.notes
         self._validator = None
         self._recursive_memo: dict[tuple, tuple[RegexNode, int]] = {}  # (tree, built spelling-sensitive)
         # How numbers are spelled (numbers.py): plain inside a product's operands.
@@ -285,8 +285,12 @@ class SchemaEmitter:
     def _branch(self, rest: Spec, group: Loc, index: int, chain: tuple[str, ...]) -> tuple[Spec, tuple[str, ...]]:
         """Branch ``index`` of the anyOf/oneOf ``group`` merged into ``rest``, its members
         where the combinator stands in the schema (``place_branch``)."""
-        merged, chain = self._merged(rest, group.child(index), chain)
-        return place_branch(merged, rest, group), chain
+        merged, merged_chain = self._merged(rest, group.child(index), chain)
+        before = rest.listed_before.get(group.key)
+        if before is None or all(name in before for name in rest.properties):
+            return merged, merged_chain  # nothing listed after the combinator: the merged order stands
+        own, _ = self._merged(Spec(), group.child(index), chain)  # the names the branch lists, its order
+        return place_branch(merged, rest, group, list(own.properties)), merged_chain
 
     def _one_of(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         """Exactly one branch: each branch's language minus the union of the others.

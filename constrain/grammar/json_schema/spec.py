@@ -13,7 +13,7 @@ as a list of pending combinators that the emitter expands one at a time.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
@@ -214,6 +214,7 @@ def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
         spec.enums.append(list(node["enum"]))
     if "const" in node:
         spec.enums.append([node["const"]])
+    listed_earlier = frozenset(spec.properties)  # a combinator written before this node's properties
     _absorb_object(doc, spec, loc)
     _absorb_array(doc, spec, loc)
     _absorb_string(spec, loc)
@@ -224,7 +225,8 @@ def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
                 raise loc.error(f"{keyword} must be a non-empty array", keyword)
             group = loc.child(keyword)
             target.append(group)
-            spec.listed_before[group.key] = frozenset(spec.properties)
+            spec.listed_before[group.key] = (listed_earlier if _written_before(node, keyword, "properties")
+                                             else frozenset(spec.properties))
     if "not" in node:
         spec.nots.append(loc.child("not"))
     if "if" in node:
@@ -233,6 +235,23 @@ def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
         spec.unevaluated_properties.append(loc.child("unevaluatedProperties"))
     if "unevaluatedItems" in node:
         spec.unevaluated_items.append(loc.child("unevaluatedItems"))
+
+
+def _written_before(node: dict, first: str, second: str) -> bool:
+    """Whether ``node`` writes keyword ``first`` before keyword ``second`` (both present).
+
+    A branch stands where its combinator is written: ``{"anyOf": [base], "properties":
+    {...}}`` extends a base, and instances write the base's members first (the same
+    document order as :func:`absorption_order`).
+    """
+    if second not in node:
+        return False
+    for key in node:
+        if key == first:
+            return True
+        if key == second:
+            return False
+    return False
 
 
 def _unevaluated_outside_root(spec: Spec, loc: Loc) -> None:
@@ -345,14 +364,17 @@ def merge_orders(orders: list[list[str]]) -> list[str]:
     return out
 
 
-def place_branch(merged: Spec, rest: Spec, group: Loc) -> Spec:
+def place_branch(merged: Spec, rest: Spec, group: Loc, branch_names: Sequence[str] = ()) -> Spec:
     """``merged`` (``rest`` with one branch of the anyOf/oneOf ``group`` absorbed) with
-    the names ``rest`` met after ``group`` moved behind the branch's members.
+    its members where the combinator stands in the schema.
 
     Members are written in the order the schema lists them, and a branch stands where
     its combinator does: in ``{"allOf": [{"oneOf": [...]}, {"properties": {...}}]}``
     instances write the chosen branch's members first.  Absorbing the branch last
-    would put them after every name of ``rest``.
+    would put them after every name of ``rest``.  So the order is: the names ``rest``
+    listed before ``group``, then the branch's names in its own order
+    (``branch_names``, what the branch alone lists), then ``rest``'s later names that
+    the branch does not list.  A name both list goes where the branch puts it.
     """
     before = rest.listed_before.get(group.key)
     if before is None:
@@ -360,8 +382,12 @@ def place_branch(merged: Spec, rest: Spec, group: Loc) -> Spec:
     later = [name for name in rest.properties if name not in before]
     if not later:
         return merged
-    moved = set(later)
-    order = [name for name in merged.properties if name not in moved] + later
+    listed = set(branch_names)
+    order = [name for name in merged.properties if name in before]
+    order += [name for name in branch_names if name not in before and name in merged.properties]
+    order += [name for name in merged.properties if name not in before and name not in listed
+              and name not in rest.properties]  # the branch's, should branch_names miss any
+    order += [name for name in later if name not in listed]
     merged.properties = {name: merged.properties[name] for name in order}
     return merged
 
