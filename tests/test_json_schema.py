@@ -478,6 +478,12 @@ def test_a_combinator_beside_properties_is_read_in_document_order(combinator):
     assert dfa_for(shared).matches(b'{"bar": 1, "kind": "k", "foo": 2}')
     assert not dfa_for(shared).matches(b'{"bar": 1, "foo": 2, "kind": "k"}')
     assert not dfa_for(shared).matches(b'{"bar": 1, "kind": "", "foo": 2}')
+    # A branch that only constrains listed members (a tagged variant) keeps the node's
+    # order, wherever it is written (Github_easy o10011).
+    tagged = {"type": "object", combinator: [{"properties": {"kind": {"enum": ["a"]}, "mode": {"enum": ["x"]}}}],
+              "properties": {"kind": {"type": "string"}, "foo": {}, "mode": {"type": "string"}}}
+    assert dfa_for(tagged).matches(b'{"kind": "a", "foo": 1, "mode": "x"}')
+    assert not dfa_for(tagged).matches(b'{"kind": "a", "mode": "x", "foo": 1}')
 
 
 def every_text(value, spellings: bool = False) -> list[str]:

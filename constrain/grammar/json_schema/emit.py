@@ -284,13 +284,26 @@ class SchemaEmitter:
 
     def _branch(self, rest: Spec, group: Loc, index: int, chain: tuple[str, ...]) -> tuple[Spec, tuple[str, ...]]:
         """Branch ``index`` of the anyOf/oneOf ``group`` merged into ``rest``, its members
-        where the combinator stands in the schema (``place_branch``)."""
+        where the combinator stands in the schema (``place_branch``).
+
+        Beside its node's ``properties`` a combinator stands where it is written only
+        when its branch *extends* the node, listing members the rest does not (a
+        base: ``{"anyOf": [{"$ref": base}], "properties": {...}}``, Github_hard
+        o60038).  A branch that only constrains members the node lists (a tagged
+        variant: ``"oneOf": [{"properties": {"kind": {"enum": ...}}}]``,
+        Github_easy o10011) leaves them in the node's order, whatever the order the
+        keywords are written in.
+        """
         merged, merged_chain = self._merged(rest, group.child(index), chain)
         before = rest.listed_before.get(group.key)
-        if before is None or all(name in before for name in rest.properties):
-            return merged, merged_chain  # nothing listed after the combinator: the merged order stands
-        own, _ = self._merged(Spec(), group.child(index), chain)  # the names the branch lists, its order
-        return place_branch(merged, rest, group, list(own.properties)), merged_chain
+        if before is None:
+            return merged, merged_chain
+        own_after = rest.own_after.get(group.key)
+        if own_after:
+            own, _ = self._merged(Spec(), group.child(index), chain)  # what the branch lists, its order
+            if any(name not in rest.properties for name in own.properties):
+                return place_branch(merged, rest, before - own_after, list(own.properties)), merged_chain
+        return place_branch(merged, rest, before), merged_chain
 
     def _one_of(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         """Exactly one branch: each branch's language minus the union of the others.

@@ -113,6 +113,9 @@ class Spec:
     # For each pending anyOf/oneOf (by ``Loc.key``): the names listed when it was met.
     # Its branches' members go after those and before names met later (``place_branch``).
     listed_before: dict[str, frozenset[str]] = field(default_factory=dict)
+    # For each pending anyOf/oneOf: the names its own node's ``properties`` lists but
+    # writes after it (``{"anyOf": [...], "properties": {...}}``); see ``emit._branch``.
+    own_after: dict[str, frozenset[str]] = field(default_factory=dict)
     conditionals: list[Loc] = field(default_factory=list)  # schemas holding if/then/else
     dependencies: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, key, keyword)
     unsupported: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, keyword, why)
@@ -214,7 +217,7 @@ def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
         spec.enums.append(list(node["enum"]))
     if "const" in node:
         spec.enums.append([node["const"]])
-    listed_earlier = frozenset(spec.properties)  # a combinator written before this node's properties
+    listed_earlier = frozenset(spec.properties)  # for a combinator written before this node's properties
     _absorb_object(doc, spec, loc)
     _absorb_array(doc, spec, loc)
     _absorb_string(spec, loc)
@@ -225,8 +228,9 @@ def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
                 raise loc.error(f"{keyword} must be a non-empty array", keyword)
             group = loc.child(keyword)
             target.append(group)
-            spec.listed_before[group.key] = (listed_earlier if _written_before(node, keyword, "properties")
-                                             else frozenset(spec.properties))
+            spec.listed_before[group.key] = frozenset(spec.properties)
+            if _written_before(node, keyword, "properties"):
+                spec.own_after[group.key] = frozenset(spec.properties) - listed_earlier
     if "not" in node:
         spec.nots.append(loc.child("not"))
     if "if" in node:
@@ -364,21 +368,19 @@ def merge_orders(orders: list[list[str]]) -> list[str]:
     return out
 
 
-def place_branch(merged: Spec, rest: Spec, group: Loc, branch_names: Sequence[str] = ()) -> Spec:
-    """``merged`` (``rest`` with one branch of the anyOf/oneOf ``group`` absorbed) with
-    its members where the combinator stands in the schema.
+def place_branch(merged: Spec, rest: Spec, before: frozenset[str], branch_names: Sequence[str] = ()) -> Spec:
+    """``merged`` (``rest`` with one branch of an anyOf/oneOf absorbed) with its members
+    where the combinator stands in the schema.
 
     Members are written in the order the schema lists them, and a branch stands where
     its combinator does: in ``{"allOf": [{"oneOf": [...]}, {"properties": {...}}]}``
     instances write the chosen branch's members first.  Absorbing the branch last
     would put them after every name of ``rest``.  So the order is: the names ``rest``
-    listed before ``group``, then the branch's names in its own order
-    (``branch_names``, what the branch alone lists), then ``rest``'s later names that
-    the branch does not list.  A name both list goes where the branch puts it.
+    listed before the combinator (``before``), then the branch's names, then
+    ``rest``'s later names.  Given the branch's own order (``branch_names``), a name
+    both the branch and the later names list goes where the branch puts it; without
+    it, later names keep their place behind the branch's new ones.
     """
-    before = rest.listed_before.get(group.key)
-    if before is None:
-        return merged
     later = [name for name in rest.properties if name not in before]
     if not later:
         return merged
@@ -386,7 +388,7 @@ def place_branch(merged: Spec, rest: Spec, group: Loc, branch_names: Sequence[st
     order = [name for name in merged.properties if name in before]
     order += [name for name in branch_names if name not in before and name in merged.properties]
     order += [name for name in merged.properties if name not in before and name not in listed
-              and name not in rest.properties]  # the branch's, should branch_names miss any
+              and name not in rest.properties]  # the branch's own new names, in the order absorbed
     order += [name for name in later if name not in listed]
     merged.properties = {name: merged.properties[name] for name in order}
     return merged
@@ -546,7 +548,7 @@ def copy_spec(spec: Spec) -> Spec:
         contains=list(spec.contains), patterns=list(spec.patterns),
         unevaluated_properties=list(spec.unevaluated_properties), unevaluated_items=list(spec.unevaluated_items), formats=list(spec.formats),
         multiples=list(spec.multiples), any_of=list(spec.any_of), one_of=list(spec.one_of), nots=list(spec.nots),
-        listed_before=dict(spec.listed_before),
+        listed_before=dict(spec.listed_before), own_after=dict(spec.own_after),
         conditionals=list(spec.conditionals), dependencies=list(spec.dependencies),
         unsupported=list(spec.unsupported),
     )
