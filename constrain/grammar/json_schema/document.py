@@ -278,7 +278,7 @@ def _declares_id(node: dict) -> bool:
     return isinstance(ident, str) and not ident.startswith("#")
 
 
-_DRAFT_NAMES = {4: "draft-04", 6: "draft-06", 7: "draft-07", 2019: "2019-09", 2020: "2020-12"}
+_DRAFT_NAMES = {draft: name for name, draft in DRAFTS.items() if name != "draft-03"}  # read as draft-04
 
 
 def _draft_of(root: Any) -> int:

@@ -101,7 +101,7 @@ class SchemaEmitter:
         self.strict = strict
         self.max_recursion = max_recursion
         self.max_any_depth = max_any_depth
-        self.notes: list[str] = doc.notes
+        self.notes: list[str] = doc.notes  # one list: references resolved while emitting add theirs
         self._validator = None
         self._recursive_memo: dict[tuple, tuple[RegexNode, int]] = {}  # (tree, built spelling-sensitive)
         # How numbers are spelled (numbers.py): plain inside a product's operands.

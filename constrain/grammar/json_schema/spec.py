@@ -217,7 +217,8 @@ def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
         spec.enums.append(list(node["enum"]))
     if "const" in node:
         spec.enums.append([node["const"]])
-    listed_earlier = frozenset(spec.properties)  # for a combinator written before this node's properties
+    # The names listed before this node's properties, for a combinator written before them.
+    listed_earlier = frozenset(spec.properties) if "anyOf" in node or "oneOf" in node else frozenset()
     _absorb_object(doc, spec, loc)
     _absorb_array(doc, spec, loc)
     _absorb_string(spec, loc)
@@ -242,20 +243,14 @@ def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
 
 
 def _written_before(node: dict, first: str, second: str) -> bool:
-    """Whether ``node`` writes keyword ``first`` before keyword ``second`` (both present).
+    """Whether ``node`` writes keyword ``first`` (present) before keyword ``second``.
 
     A branch stands where its combinator is written: ``{"anyOf": [base], "properties":
     {...}}`` extends a base, and instances write the base's members first (the same
     document order as :func:`absorption_order`).
     """
-    if second not in node:
-        return False
-    for key in node:
-        if key == first:
-            return True
-        if key == second:
-            return False
-    return False
+    keys = list(node)
+    return second in node and keys.index(first) < keys.index(second)
 
 
 def _unevaluated_outside_root(spec: Spec, loc: Loc) -> None:
