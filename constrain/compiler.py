@@ -233,7 +233,10 @@ class Compiler:
             enforced exactly (``uniqueItems``, ``unevaluatedProperties``...).  With
             ``False`` they are left out and listed in ``compiled.notes``.
         max_recursion:
-            How many times a recursive ``$ref`` is unrolled on one path.
+            How many times a recursive ``$ref`` is unrolled on one path where it
+            cannot be a call into its own callee (inside ``not``/``oneOf``/``if``/
+            ``contains`` operands, and with an integer ``max_any_depth``);
+            elsewhere recursion is exact at any depth.
         max_any_depth:
             ``None`` (default): free-form values (``{}``, ``true``,
             ``additionalProperties: true``) nest without bound, through a call into
@@ -254,8 +257,7 @@ class Compiler:
         """
         import json
 
-        from .grammar.json_schema import JsonSchemaOptions, load_schema, pushdown_automaton, schema_to_dfa
-        from .grammar.json_schema.strings import CountedString
+        from .grammar.json_schema import JsonSchemaOptions, load_schema, schema_to_dfa
 
         options = JsonSchemaOptions(whitespace, max_whitespace, property_order, strict, max_recursion, max_any_depth)
         value = load_schema(schema)
@@ -263,26 +265,19 @@ class Compiler:
         key = ("json_schema", text, options)
         compiled = self._memory_get(key)
         if compiled is None:
-            disk_key = content_key("json-schema-dfa", text, repr(options))
+            disk_key = content_key("json-schema-dfa-2", text, repr(options))
             stored = self._disk.load("dfa", disk_key)
             if stored is not None and {"trans", "accepting", "start", "notes", "counted"} <= stored.keys():
-                dfa = _stored_dfa(stored, "")
-                callee = _stored_dfa(stored, "callee_") if "callee_trans" in stored else None
-                counted = tuple(CountedString.from_json(c) for c in json.loads(bytes(stored["counted"]).decode()))
-                notes = tuple(json.loads(bytes(stored["notes"]).decode()))
+                language = _stored_language(stored)
             else:
                 language = schema_to_dfa(value, options, resources)
-                dfa, callee, counted, notes = language.dfa, language.callee, language.counted, tuple(language.notes)
-                arrays = {**_dfa_arrays(dfa, ""), **(_dfa_arrays(callee, "callee_") if callee is not None else {}),
-                          "counted": np.frombuffer(json.dumps([c.to_json() for c in counted]).encode(), dtype=np.uint8),
-                          "notes": np.frombuffer(json.dumps(notes).encode(), dtype=np.uint8)}
-                self._disk.save("dfa", disk_key, arrays)
-            if callee is None and not counted:
-                engine: Any = TokenDFA(dfa, self.tokenizer_info, self._disk)
+                self._disk.save("dfa", disk_key, _language_arrays(language))
+            if language.is_regular:
+                engine: Any = TokenDFA(language.dfa, self.tokenizer_info, self._disk)
             else:
                 margin = token_trie_for(self.tokenizer_info, self._disk).max_depth
-                automaton = pushdown_automaton(dfa, callee, counted, margin)
-                engine = TokenPDA(automaton, self.tokenizer_info, self._disk)
+                engine = TokenPDA(language.pushdown(margin), self.tokenizer_info, self._disk)
+            notes = tuple(language.notes)
             compiled = self._memory_put(key, CompiledGrammar(self.tokenizer_info, "json_schema", value, engine, notes))
         return compiled
 
@@ -335,6 +330,36 @@ class Compiler:
 def _dfa_arrays(dfa: ByteDFA, prefix: str) -> dict[str, np.ndarray]:
     """A DFA as named arrays for the disk cache."""
     return {prefix + "trans": dfa.trans, prefix + "accepting": dfa.accepting, prefix + "start": np.int64(dfa.start)}
+
+
+def _language_arrays(language) -> dict[str, np.ndarray]:
+    """A compiled schema (:class:`~.grammar.json_schema.SchemaLanguage`) as named arrays."""
+    import json
+
+    arrays = _dfa_arrays(language.dfa, "")
+    if language.callee is not None:
+        arrays.update(_dfa_arrays(language.callee, "callee_"))
+    for symbol, body in language.recursive.items():
+        arrays.update(_dfa_arrays(body, f"recursive{symbol}_"))
+    arrays["counted"] = np.frombuffer(json.dumps([c.to_json() for c in language.counted]).encode(), dtype=np.uint8)
+    arrays["notes"] = np.frombuffer(json.dumps(language.notes).encode(), dtype=np.uint8)
+    return arrays
+
+
+def _stored_language(stored: Mapping[str, np.ndarray]):
+    """The compiled schema :func:`_language_arrays` saved."""
+    import json
+
+    from .grammar.json_schema import SchemaLanguage
+    from .grammar.json_schema.strings import CountedString
+
+    symbols = sorted(int(name[len("recursive"):-len("_trans")]) for name in stored
+                     if name.startswith("recursive") and name.endswith("_trans"))
+    return SchemaLanguage(
+        _stored_dfa(stored, ""), json.loads(bytes(stored["notes"]).decode()),
+        _stored_dfa(stored, "callee_") if "callee_trans" in stored else None,
+        tuple(CountedString.from_json(c) for c in json.loads(bytes(stored["counted"]).decode())),
+        {symbol: _stored_dfa(stored, f"recursive{symbol}_") for symbol in symbols})
 
 
 def _stored_dfa(stored: Mapping[str, np.ndarray], prefix: str) -> ByteDFA:

@@ -678,7 +678,9 @@ class _InstanceWriter:
         return out, chain
 
     def ref_views(self, ref: str, chain: tuple[str, ...]) -> tuple[list[dict], tuple[str, ...]]:
-        if chain.count(ref) >= self.max_recursion:
+        # Recursion is unrolled only where one DFA must hold the language (and inside the
+        # operands of products, which this writer refuses anyway); elsewhere it is exact.
+        if self.max_any_depth is not None and chain.count(ref) >= self.max_recursion:
             raise Unserialisable("recursion deeper than max_recursion")
         return self.views(self.resolve(ref), chain + (ref,))
 

@@ -294,6 +294,7 @@ def test_test_suite_report(llama3, engines):
     (["bench", "jsonschemabench", "--engines", "constrain,nope"], "unknown engine(s) nope"),
     (["bench", "jsonschemabench", "--subset", "NoSuchSubset"], "unknown subset(s) NoSuchSubset"),
     (["bench", "jsonschemabench", "--limit", "0"], "--limit must be at least 1"),
+    (["bench", "jsonschemabench", "--subset", "MCPspec", "--ids", "/nonexistent/ids.txt"], "--ids: cannot read"),
 ])
 def test_cli_errors_are_one_line(capsys, argv, fragment):
     _data_or_skip()
@@ -316,3 +317,22 @@ def test_cli_runs_with_a_peer(capsys, tmp_path):
     assert s["schemas"] == 3 and f"| llguidance | 3 | {s['compiled']} |" in text
     assert "### Per subset" in text and "| MCPspec |" in text
     assert len(payload["cases"]["llguidance"]) == 3
+
+
+def test_cli_runs_the_schemas_an_ids_file_lists(capsys, tmp_path):
+    """``--ids`` keeps an A/B slice (such as benchmarks/recursive_schemas.txt) as a file."""
+    data = _data_or_skip()
+    ids = tmp_path / "ids.txt"
+    ids.write_text("# two schemas\nMCPspec---CancelledNotification\n\nGithub_trivial---o47165  # recursive\n")
+    cases = [c.id for c in load_jsonschemabench(data, ["MCPspec", "Github_trivial"]) if c.instances]
+    if not {"MCPspec---CancelledNotification", "Github_trivial---o47165"} <= set(cases):
+        pytest.skip("the data set lacks the two listed schemas")
+    out = tmp_path / "report.json"
+    argv = ["bench", "jsonschemabench", "--data", str(data), "--subset", "MCPspec,Github_trivial", "--ids", str(ids),
+            "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    run = {c["id"]: c for c in json.loads(out.read_text(encoding="utf-8"))["cases"]["constrain"]}
+    assert set(run) == {"MCPspec---CancelledNotification", "Github_trivial---o47165"}
+    assert run["Github_trivial---o47165"]["passed"]  # a depth-4 tree: recursion is exact
+    ids.write_text("Github_trivial---no_such_schema\n")
+    assert main(argv) == 2 and "not among the schemas run" in capsys.readouterr().err

@@ -747,20 +747,31 @@ def test_references(name):
     assert_agrees(REF_SCHEMAS[name], REF_VALUES)
 
 
-def test_recursion_is_unrolled_max_recursion_times():
+def _kid_chain(depth: int, leaf=None):
+    """A tree of ``depth`` nodes along one path, ending in ``leaf`` (a valid node by default)."""
+    node = {"v": depth} if leaf is None else leaf
+    for d in range(depth):
+        node = {"v": d, "kids": [node]}
+    return node
+
+
+def test_recursion_is_exact_at_any_depth():
     schema = REF_SCHEMAS["recursive tree"]
+    automaton = dfa_for(schema)
+    for depth in (2, 6, 12, 40):
+        assert automaton.matches(text_of(_kid_chain(depth)).encode()), depth
+        assert not automaton.matches(text_of(_kid_chain(depth, {"kids": []})).encode()), depth  # "v" missing
+        assert not automaton.matches(text_of(_kid_chain(depth, {"v": 1, "x": 2})).encode()), depth
 
-    def chain(depth):
-        node = {"v": depth}
-        for d in range(depth):
-            node = {"v": d, "kids": [node]}
-        return node
 
-    dfa = dfa_for(schema)
-    assert dfa.matches(text_of(chain(2)).encode())
-    deep = schema_to_dfa(schema, JsonSchemaOptions(max_recursion=8)).automaton
-    assert deep.matches(text_of(chain(6)).encode())
-    assert not dfa.matches(text_of(chain(12)).encode())  # documented limit (valid, but deeper than unrolled)
+def test_recursion_is_unrolled_where_one_dfa_must_hold_the_language():
+    schema = REF_SCHEMAS["recursive tree"]
+    bounded = schema_to_dfa(schema, JsonSchemaOptions(max_any_depth=2))
+    assert bounded.is_regular
+    assert bounded.automaton.matches(text_of(_kid_chain(2)).encode())
+    assert not bounded.automaton.matches(text_of(_kid_chain(12)).encode())  # documented limit
+    deeper = schema_to_dfa(schema, JsonSchemaOptions(max_any_depth=2, max_recursion=8)).automaton
+    assert deeper.matches(text_of(_kid_chain(6)).encode())
 
 
 # -- strings ---------------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import pytest
 from constrain import Compiler, Matcher
 from constrain.automata.dfa_ops import difference
 from constrain.automata.pushdown import CALL, CALL_SYMBOLS, PushdownDFA, TokenPDA, expand_calls, has_calls
-from constrain.grammar.json_schema import JsonSchemaOptions, schema_to_dfa
+from constrain.grammar.json_schema import UNSATISFIABLE, JsonSchemaOptions, schema_to_dfa
 from constrain.errors import SchemaError
 from constrain.grammar.json_schema.strings import CountedString
 from constrain.testing import check_masks_along_random_walk
@@ -40,6 +40,20 @@ LONG_TEXT = {"type": "object", "properties": {"text": {"type": "string", "minLen
 # Short enough to count eagerly too (with max_any_depth), so the two engines can be compared.
 LONG_ENOUGH = {"type": "object", "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 600},
                                                 "t": {"type": "integer"}}, "required": ["s"]}
+# Recursive definitions, each a callee of its own (see the last section).
+TREE = {"$defs": {"node": {"type": "object", "properties": {
+    "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+    "required": ["v"], "additionalProperties": False}}, "$ref": "#/$defs/node"}
+# The root itself recurs, through a map and an array (draft-07: $ref "#").
+ROOT_RECURSION = {"$schema": "http://json-schema.org/draft-07/schema#", "type": ["object", "integer"],
+                  "additionalProperties": {"$ref": "#"}, "properties": {"list": {"type": "array", "items": {"$ref": "#"}}}}
+# Two definitions that call each other; the leaf string is a long count (a counted callee beside them).
+MUTUAL = {"$defs": {
+    "expr": {"anyOf": [{"type": "integer"}, {"$ref": "#/$defs/call"}]},
+    "call": {"type": "object", "properties": {"fn": {"type": "string", "maxLength": 3000},
+                                              "args": {"type": "array", "items": {"$ref": "#/$defs/expr"}}},
+             "required": ["fn", "args"], "additionalProperties": False}},
+    "$ref": "#/$defs/expr"}
 CHARS = ["a", " ", "é", "😀", "\n", '"', "\\", "\u0001", "ab"]
 
 
@@ -124,6 +138,10 @@ WALKS = [
     (ARRAY_OF_ANY, b"[12", 5),
     (STRINGS_WITH_EXTRAS, b'{"s": "abcdefghijklmnopqrstuvwxyz0123456', 6),
     (STRINGS_WITH_EXTRAS, b'{"s": "", "p": "a', 7),
+    # recursive definitions: calls into their own callees, several frames deep
+    (TREE, b'{"v": 1, "kids": [{"v": 2, "kids": [{"v": 3, "kids": [{"v": 4, "kids": [{"v": 5, "kids": [', 11),
+    (ROOT_RECURSION, b'{"a": {"b": {"list": [1, {"c": {"list": [{"d": ', 12),
+    (MUTUAL, b'{"fn": "a", "args": [{"fn": "b", "args": [1, {"fn": "c", "args": [{"fn": "de', 13),
 ]
 
 
@@ -414,3 +432,94 @@ def test_a_call_without_its_callee_is_refused_by_name():
     with pytest.raises(ValueError, match="no callee stands for: 0xff"):
         PushdownDFA(call_marker(CALL), None)
     assert PushdownDFA(call_marker(CALL), call_marker(0x61)).call_ret[0].tolist() == [1]
+
+
+# -- recursive definitions: callees of their own ----------------------------------------------------
+
+def _tree(depth: int, rng: random.Random, flaw: str | None):
+    """A random tree with one path ``depth`` deep; ``flaw`` (if any) is put on the deepest node."""
+    if depth == 0:
+        node = {"v": rng.randint(-5, 5)}
+        if flaw == "missing":
+            del node["v"]
+        elif flaw == "extra":
+            node["x"] = 1
+        elif flaw == "type":
+            node["v"] = "5"
+        return node
+    kids = [_tree(depth - 1, rng, flaw)] + [{"v": 1}] * rng.randint(0, 1)
+    rng.shuffle(kids)
+    return {"v": depth, "kids": kids}
+
+
+def _root_value(depth: int, rng: random.Random, flaw: str | None):
+    if depth == 0:
+        return {"list": "x"} if flaw else rng.choice([7, {}, {"list": []}])
+    inner = _root_value(depth - 1, rng, flaw)
+    return rng.choice([{"a": inner}, {"list": [1, inner]}, {"list": [inner], "b": 2}])
+
+
+def _expr(depth: int, rng: random.Random, flaw: str | None):
+    if depth == 0:
+        return {"fn": "f", "args": 1} if flaw else rng.choice([3, {"fn": "x" * rng.choice([0, 5, 2999]), "args": []}])
+    return {"fn": rng.choice(["g", "é😀"]), "args": [_expr(depth - 1, rng, flaw)] + [rng.randint(0, 9)] * rng.randint(0, 2)}
+
+
+RECURSIVE = {"tree": (TREE, _tree), "root": (ROOT_RECURSION, _root_value), "mutual": (MUTUAL, _expr)}
+
+
+@pytest.mark.parametrize("name", sorted(RECURSIVE))
+def test_recursive_definitions_are_exact_at_any_depth(name):
+    """Recursion is a call into the definition's callee: texts far deeper than any unrolled
+    copy agree with ``jsonschema``, valid or not (a flaw at the deepest node)."""
+    schema, make = RECURSIVE[name]
+    language = schema_to_dfa(schema)
+    assert language.recursive
+    automaton = language.automaton
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    rng = random.Random(5)
+    verdicts = []
+    for depth in (0, 1, 4, 9, 17):
+        for flaw in (None, "missing", "extra", "type"):
+            value = make(depth, rng, flaw)
+            valid = validator.is_valid(value)
+            verdicts.append(valid)
+            assert automaton.matches(json.dumps(value, ensure_ascii=False).encode()) == valid, (depth, flaw, valid)
+    assert any(verdicts) and not all(verdicts)
+
+
+def test_recursion_without_a_finite_value_reads_nothing():
+    """A definition that must always recur has no value: its calls are dead ends, which masks
+    must never offer (a model would be stuck), so they are removed, and a schema left
+    with nothing is unsatisfiable."""
+    endless = {"type": "object", "required": ["next"], "properties": {"next": {"$ref": "#"}}}
+    assert schema_to_dfa(endless).notes[-1] == UNSATISFIABLE
+    either = {"$defs": {"chain": endless | {"properties": {"next": {"$ref": "#/$defs/chain"}}}},
+              "anyOf": [{"type": "null"}, {"$ref": "#/$defs/chain"}]}
+    automaton = schema_to_dfa(either).automaton
+    assert automaton.matches(b"null") and not automaton.is_prefix(b"{")
+
+
+def test_recursion_inside_product_operands_is_unrolled():
+    """``oneOf`` branches that overlap are products over bytes: recursion inside them is
+    unrolled to ``max_recursion`` levels, as free-form values are to the operand depth."""
+    schema = {"$defs": TREE["$defs"], "oneOf": [{"$ref": "#/$defs/node"}, {"type": "object", "properties": {"v": {"const": 0}}}]}
+    automaton = schema_to_dfa(schema).automaton
+    assert automaton.matches(json.dumps(_tree(1, random.Random(0), None)).encode())
+    assert not automaton.matches(b'{"v": 0}')  # in both branches
+    deep = {"v": 1, "kids": [{"v": 2, "kids": [{"v": 3, "kids": [{"v": 4, "kids": [{"v": 5}]}]}]}]}
+    assert not automaton.matches(json.dumps(deep).encode())  # documented limit inside products
+    assert schema_to_dfa(TREE).automaton.matches(json.dumps(deep).encode())
+
+
+def test_recursive_callees_round_trip_the_disk_cache(infos, tmp_path):
+    info = infos("llama-3")
+    first = Compiler(info, cache_dir=tmp_path).compile_json_schema(MUTUAL)
+    second = Compiler(info, cache_dir=tmp_path).compile_json_schema(MUTUAL)
+    one, two = first.engine.automaton, second.engine.automaton
+    assert one.recursive.keys() == two.recursive.keys() != set()
+    assert np.array_equal(one.trans, two.trans) and one.counted == two.counted != ()
+    text = json.dumps(_expr(12, random.Random(3), None), ensure_ascii=False).encode()
+    for compiled in (first, second):
+        matcher = Matcher(compiled)
+        assert matcher.accept_bytes(text) and matcher.is_accepting()

@@ -23,6 +23,10 @@ not).  A configuration's mask depends only on its current state and the top
 that key and computed by one numba walk of the token trie
 (:func:`~._kernels.walk_pda`).
 
+A recursive schema definition is a callee the same way (``PushdownDFA.recursive``,
+on a counted symbol the counted strings leave): its body calls itself where the
+definition recurs, so recursion is exact at any depth.
+
 Long counted strings (``maxLength: 32767``, with or without a pattern or format)
 are callees too, one per string constraint (:class:`CountedCallee`, symbols
 :data:`COUNTED_SYMBOLS`): their middle is one loop whose count is kept in the
@@ -237,8 +241,10 @@ class PushdownDFA:
     """A DFA whose call moves call callees, read byte by byte.
 
     The automata are laid out as one table: ``dfa``'s states first, then the
-    any-value callee's (:data:`CALL`; its own calls recurse into itself), then each
-    counted callee's (symbol ``COUNTED_SYMBOLS[j]`` calls ``counted[j]``).  A
+    any-value callee's (:data:`CALL`; its own calls recurse into itself), then the
+    recursive callees' (``recursive[symbol]``, on counted symbols the counted callees
+    leave; any automaton may call them, themselves included), then each counted
+    callee's (symbol ``COUNTED_SYMBOLS[j]`` calls ``counted[j]``).  A
     configuration is a tuple ``(return states..., current state)``; a state of
     this automaton is a sorted tuple of the configurations the text so far can be
     in (several when it is ambiguous).  A text is complete when some configuration
@@ -247,18 +253,24 @@ class PushdownDFA:
     size), and :meth:`real` gives the table's state back.
     """
 
-    def __init__(self, dfa: ByteDFA, callee: ByteDFA | None, counted: Sequence[CountedCallee] = ()) -> None:
+    def __init__(self, dfa: ByteDFA, callee: ByteDFA | None, counted: Sequence[CountedCallee] = (),
+                 recursive: Mapping[int, ByteDFA] | None = None) -> None:
+        recursive = dict(recursive or {})
         if len(counted) > len(COUNTED_SYMBOLS):
             raise ValueError(f"at most {len(COUNTED_SYMBOLS)} counted callees, got {len(counted)}")
+        clashing = [hex(s) for s in recursive if s not in COUNTED_SYMBOLS[len(counted):]]
+        if clashing:
+            raise ValueError(f"recursive callees need counted symbols the counted ones leave: {', '.join(clashing)}")
         self.dfa = dfa
         self.callee = callee
         self.counted = tuple(counted)
-        symbols = ([CALL] if callee is not None else []) + list(COUNTED_SYMBOLS[:len(counted)])
-        blocks = [dfa] + ([callee] if callee is not None else []) + [c.dfa for c in counted]
+        self.recursive = recursive
+        symbols = ([CALL] if callee is not None else []) + list(recursive) + list(COUNTED_SYMBOLS[:len(counted)])
+        blocks = [dfa] + ([callee] if callee is not None else []) + list(recursive.values()) + [c.dfa for c in counted]
         offsets = np.cumsum([0] + [b.num_states for b in blocks]).tolist()
         table = _stacked(blocks, offsets)
         on_symbols = table[:, CALL_SYMBOLS]  # one strided gather serves the check and call_ret
-        used = (on_symbols[:dfa.num_states] >= 0).any(axis=0).tolist()
+        used = (on_symbols >= 0).any(axis=0).tolist()
         unknown = [hex(symbol) for symbol, hit in zip(CALL_SYMBOLS, used) if hit and symbol not in symbols]
         if unknown:
             raise ValueError(f"the DFA calls symbols no callee stands for: {', '.join(unknown)}")
@@ -402,7 +414,7 @@ class TokenPDA(EngineBase):
         if pda.accepting[returns].any():
             return 1 << 30
         entering = np.zeros(256, dtype=bool)
-        for block in [pda.callee] + [c.dfa for c in pda.counted]:
+        for block in [pda.callee, *pda.recursive.values()] + [c.dfa for c in pda.counted]:
             if block is not None:
                 entering |= _entering_bytes(block)
         return _most_bytes_in_a_token(self.info, entering) + 1

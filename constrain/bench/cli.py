@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConstrainError
@@ -53,6 +54,8 @@ def add_bench_parser(sub: Any) -> None:
     jsb = which.add_parser("jsonschemabench", help="every schema of JSONSchemaBench with its instances")
     _common_options(jsb)
     jsb.add_argument("--subset", help="comma-separated subsets (file names without .jsonl), default all")
+    jsb.add_argument("--ids", type=Path, metavar="FILE",
+                     help="only the schemas whose ids FILE lists, one per line (# starts a comment)")
     jsb.add_argument("--hub", action="store_true",
                      help="read epfl-dlab/JSONSchemaBench from the Hugging Face hub (schemas only: compile only)")
     jsb.set_defaults(func=_cmd_jsonschemabench)
@@ -103,7 +106,22 @@ def _cmd_jsonschemabench(args: argparse.Namespace) -> int:
         cases = load_jsonschemabench_hub(subsets)
     else:
         cases = [c for c in load_jsonschemabench(args.data, subsets) if c.instances]
+    if args.ids is not None:
+        cases = _listed(cases, args.ids)
     return _run(args, cases, "jsonschemabench")
+
+
+def _listed(cases: list[Any], path: Path) -> list[Any]:
+    """The cases whose ids ``path`` lists (an A/B slice kept as a file); unknown ids are an error."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise ConstrainError(f"--ids: cannot read {path}: {err.strerror}") from None
+    wanted = {line.split("#", 1)[0].strip() for line in lines} - {""}
+    unknown = sorted(wanted - {c.id for c in cases})
+    if unknown:
+        raise ConstrainError(f"--ids: {len(unknown)} id(s) not among the schemas run, e.g. {unknown[0]!r}")
+    return [c for c in cases if c.id in wanted]
 
 
 def _cmd_test_suite(args: argparse.Namespace) -> int:

@@ -14,8 +14,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
-from ...automata.dfa_ops import bound_runs
+from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa, _live_states
+from ...automata.dfa_ops import bound_runs, dfa_from_table
 from ...automata.pushdown import CALL, COUNTED_SYMBOLS, PushdownDFA, called_symbols, inline_calls
 from ...errors import RegexError, SchemaError
 from .document import SchemaDocument, load_schema
@@ -57,19 +57,21 @@ class SchemaLanguage:
     """The compiled language and what the compile had to say about it.
 
     ``callee`` is the any-value automaton that ``dfa``'s :data:`~constrain.automata.pushdown.CALL`
-    moves call (None when ``dfa`` has none); ``counted`` holds the counted strings (length
-    bounds, patterns, formats) that ``COUNTED_SYMBOLS[j]`` moves call.  With neither, the
-    language is regular.
+    moves call (None when nothing calls it); ``counted`` holds the counted strings (length
+    bounds, patterns, formats) that ``COUNTED_SYMBOLS[j]`` moves call; ``recursive`` holds
+    the callees of recursive definitions by the symbol that calls them (any automaton
+    here may call them).  With none of these, the language is regular.
     """
 
     dfa: ByteDFA
     notes: list[str] = field(default_factory=list)
     callee: ByteDFA | None = None
     counted: tuple[CountedString, ...] = ()
+    recursive: Mapping[int, ByteDFA] = field(default_factory=dict)
 
     @property
     def is_regular(self) -> bool:
-        return self.callee is None and not self.counted
+        return self.callee is None and not self.counted and not self.recursive
 
     @property
     def automaton(self) -> ByteDFA | PushdownDFA:
@@ -78,14 +80,15 @@ class SchemaLanguage:
 
     def pushdown(self, margin: int) -> PushdownDFA:
         """``dfa`` with its calls, counted loops exact for tokens of up to ``margin`` bytes."""
-        return pushdown_automaton(self.dfa, self.callee, self.counted, margin)
+        return pushdown_automaton(self.dfa, self.callee, self.counted, margin, self.recursive)
 
 
 #: Any margin is exact byte by byte; it only matters to the masks of tokens.
 BYTE_MARGIN = 8
 
 
-def pushdown_automaton(dfa: ByteDFA, callee: ByteDFA | None, counted, margin: int) -> PushdownDFA:
+def pushdown_automaton(dfa: ByteDFA, callee: ByteDFA | None, counted, margin: int,
+                       recursive: Mapping[int, ByteDFA] | None = None) -> PushdownDFA:
     """The pushdown automaton of a compiled schema (see :class:`SchemaLanguage`)."""
     callees = []
     for string in counted:
@@ -93,7 +96,7 @@ def pushdown_automaton(dfa: ByteDFA, callee: ByteDFA | None, counted, margin: in
             callees.append(counted_string_callee(string, margin))
         except RegexError as err:  # a tokenizer with longer tokens than LONGEST_TOKEN
             raise SchemaError(err.reason, string.pointer) from None
-    return PushdownDFA(dfa, callee, callees)
+    return PushdownDFA(dfa, callee, callees, recursive or {})
 
 
 def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
@@ -101,7 +104,8 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
     """Compile a schema (dict, JSON text or pydantic model) to the DFA of its JSON texts.
 
     Free-form values are :data:`~constrain.automata.pushdown.CALL` moves into
-    ``callee`` unless ``options.max_any_depth`` bounds them; read texts with
+    ``callee`` unless ``options.max_any_depth`` bounds them, and recursive
+    definitions are calls into their own callees; read texts with
     ``language.automaton``.
 
     ``resources`` maps URIs to other schema documents that ``$ref`` may point into
@@ -127,37 +131,99 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
                           "#") from None
     except RecursionError:
         raise SchemaError("the schema nests too deeply to compile", "#") from None
-    if not dfa.accepting.any():  # emptiness found only by the set operations (oneOf, not, ...)
+    live = _productive(dfa, emitter.callees) if dfa.accepting.any() else None
+    if live is None:  # emptiness found only by the set operations (oneOf, not, ...) or by recursion
         return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [UNSATISFIABLE])
-    dfa, counted = _inline_short_counts(dfa, emitter.counted)
-    callee = _bounded_callee(options.whitespace, options.max_whitespace) if CALL in called_symbols(dfa) else None
+    dfa, recursive = live
+    symbols = list(recursive)
+    (dfa, *bodies), counted = _inline_short_counts([dfa, *recursive.values()], emitter.counted)
+    used = frozenset().union(*map(called_symbols, [dfa, *bodies]))
+    callee = _bounded_callee(options.whitespace, options.max_whitespace) if CALL in used else None
     if options.whitespace == "flexible":
-        dfa = bound_runs(dfa, structural_loops(dfa), WS_BYTES, options.max_whitespace)
-    return SchemaLanguage(dfa, emitter.notes, callee, counted)
+        dfa, *bodies = (bound_runs(d, structural_loops(d), WS_BYTES, options.max_whitespace) for d in [dfa, *bodies])
+    return SchemaLanguage(dfa, emitter.notes, callee, counted, dict(zip(symbols, bodies)))
 
 
-def _inline_short_counts(dfa: ByteDFA, counted: list[CountedString]) -> tuple[ByteDFA, tuple[CountedString, ...]]:
-    """``dfa`` with its short counted strings inlined (a copy per call, before whitespace
-    bounding multiplies the call sites), and the counts still called, renumbered onto
-    the first symbols.  A short count's site that cannot be inlined (it already reads a
-    quote there: an ``anyOf`` of strings) stays a call; products expanded theirs already."""
+def _productive(dfa: ByteDFA, recursive: Mapping[int, ByteDFA]) -> tuple[ByteDFA, dict[int, ByteDFA]] | None:
+    """``dfa`` and the recursive callees it reaches, without calls into callees that read
+    no finite value (``{"required": ["next"], "properties": {"next": {"$ref": "#"}}}``);
+    None when ``dfa`` itself then reads nothing.
+
+    Masks rely on every state being live; a call is live only if its callee can end,
+    which is a least fixed point over the callees (a grammar's productive symbols).
+    """
+    if not recursive:
+        return dfa, {}
+    productive: set[int] = set()
+    grown = True
+    while grown:
+        grown = False
+        for symbol, body in recursive.items():
+            if symbol not in productive and _ends(body, set(recursive) - productive):
+                productive.add(symbol)
+                grown = True
+    dead = set(recursive) - productive
+    if dead:
+        dfa = _without_calls(dfa, dead)
+        if dfa is None:
+            return None
+        recursive = {symbol: _without_calls(recursive[symbol], dead) for symbol in productive}
+    reached, todo = set(), [dfa]
+    while todo:  # the callees reached from dfa (some were built for sites a product discarded)
+        for symbol in called_symbols(todo.pop()) & recursive.keys() - reached:
+            reached.add(symbol)
+            todo.append(recursive[symbol])
+    return dfa, {symbol: body for symbol, body in recursive.items() if symbol in reached}
+
+
+def _ends(dfa: ByteDFA, blocked: set[int]) -> bool:
+    """Whether ``dfa`` reaches acceptance without moving on the symbols ``blocked``."""
+    trans = dfa.trans
+    if blocked & called_symbols(dfa):
+        trans = trans.copy()
+        trans[:, sorted(blocked)] = -1
+    return bool(_live_states(trans, dfa.accepting)[dfa.start])
+
+
+def _without_calls(dfa: ByteDFA, symbols: set[int]) -> ByteDFA | None:
+    """``dfa`` without its moves on ``symbols`` (minimal and all-live again; None: empty)."""
+    if not symbols & called_symbols(dfa):
+        return dfa
+    trans = dfa.trans.copy()
+    trans[:, sorted(symbols)] = -1
+    return dfa_from_table(trans, dfa.accepting, dfa.start)
+
+
+def _inline_short_counts(automata: list[ByteDFA], counted: list[CountedString]
+                         ) -> tuple[list[ByteDFA], tuple[CountedString, ...]]:
+    """``automata`` (the schema's DFA and its recursive callees) with their short counted
+    strings inlined (a copy per call, before whitespace bounding multiplies the call
+    sites), and the counts still called, renumbered onto the first symbols.  A short
+    count's site that cannot be inlined (it already reads a quote there: an ``anyOf`` of
+    strings) stays a call; products expanded theirs already."""
     called: list[tuple[CountedString, int]] = []
-    used = called_symbols(dfa)
     for symbol, string in zip(COUNTED_SYMBOLS, counted):
-        if symbol not in used:
+        if not any(symbol in called_symbols(a) for a in automata):
             continue
         if string.is_inlined:
-            dfa = inline_calls(dfa, symbol, string.eager_dfa(), MAX_DFA_STATES) or dfa
-            if symbol not in called_symbols(dfa):  # every site inlined
+            automata = [(inline_calls(a, symbol, string.eager_dfa(), MAX_DFA_STATES) or a)
+                        if symbol in called_symbols(a) else a for a in automata]
+            if not any(symbol in called_symbols(a) for a in automata):  # every site inlined
                 continue
         called.append((string, symbol))
     if [symbol for _, symbol in called] != list(COUNTED_SYMBOLS[:len(called)]):
-        trans = dfa.trans.copy()
-        trans[:, list(COUNTED_SYMBOLS)] = -1
-        for index, (_, symbol) in enumerate(called):
-            trans[:, COUNTED_SYMBOLS[index]] = dfa.trans[:, symbol]
-        dfa = ByteDFA(trans, dfa.accepting, dfa.start)
-    return dfa, tuple(string for string, _ in called)
+        automata = [_renumbered(a, [symbol for _, symbol in called], len(counted)) for a in automata]
+    return automata, tuple(string for string, _ in called)
+
+
+def _renumbered(dfa: ByteDFA, symbols: list[int], count: int) -> ByteDFA:
+    """``dfa`` with its moves on counted ``symbols`` moved onto the first symbols (the other
+    ``count`` counted symbols cleared; recursive callees' symbols, above them, kept)."""
+    trans = dfa.trans.copy()
+    trans[:, list(COUNTED_SYMBOLS[:count])] = -1
+    for index, symbol in enumerate(symbols):
+        trans[:, COUNTED_SYMBOLS[index]] = dfa.trans[:, symbol]
+    return ByteDFA(trans, dfa.accepting, dfa.start)
 
 
 @lru_cache(maxsize=8)

@@ -7,7 +7,8 @@ brackets nest without bound.  So the schema compiles to one byte DFA in which ea
 free-form value is a call into one shared any-value automaton (see
 :mod:`constrain.automata.pushdown`; an integer ``max_any_depth`` embeds a bounded
 copy instead), and masks come from the same trie-walk machinery as regexes.
-Recursive ``$ref`` is unrolled to ``max_recursion`` levels.  ``oneOf``, ``not``
+A recursive definition is a callee of its own, called where it recurs; inside
+the operands of products it is unrolled to ``max_recursion`` levels.  ``oneOf``, ``not``
 and ``if``/``then``/``else`` are exact through DFA products (see
 :mod:`constrain.automata.dfa_ops`), whose operands have their calls expanded.
 """
@@ -26,14 +27,15 @@ import numpy as np
 
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import difference, intersect, union, without_words
-from ...automata.pushdown import CALL, COUNTED_SYMBOLS, call_marker, called_symbols, expand_calls, has_calls
+from ...automata.pushdown import CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, call_marker, called_symbols, expand_calls, has_calls
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
 from .document import Loc, SchemaDocument
 from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
 from .slots import shared_slots
-from .spec import ANNOTATION_KEYWORDS, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec, place_branch, spec_of
+from .spec import (ANNOTATION_KEYWORDS, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec, place_branch, ref_keyword,
+                   spec_of)
 from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, PATTERN_COUNT, SHORT_STRING, CountedString,
                       any_string_dfa, bounds_implied, counted_states, encode_chars, encoded_string, pattern_tree,
                       string_tree)
@@ -46,6 +48,8 @@ _ALL_TYPES = frozenset(("null", "boolean", "object", "array", "string", "number"
 WS_BYTES = b" \t\n\r"
 # Free-form values inside the operands of products (not, oneOf, if, contains) nest at most this deep.
 OPERAND_ANY_DEPTH = 3
+# What _callee_symbols records for a recursive definition no value meets (not a byte).
+_NO_VALUE = -1
 # property_order="any" tracks the set of members written: 2**k states per object.
 MAX_ANY_ORDER_MEMBERS = 6
 
@@ -113,6 +117,10 @@ class SchemaEmitter:
         self.sizes: list[tuple[str, int]] = []
         # The strings that are counted callees: COUNTED_SYMBOLS[j] calls entry j.
         self.counted: list[CountedString] = []
+        # Recursive definitions read by callees: their symbol (None: unrolled), by _callee_key.
+        self._callee_symbols: dict[tuple[str, ...], int | None] = {}
+        #: The recursive callees built, by call symbol (see _recursive_call).
+        self.callees: dict[int, ByteDFA] = {}
 
     # -- entry points -------------------------------------------------------------
     def root(self) -> RegexNode:
@@ -124,6 +132,8 @@ class SchemaEmitter:
         objects written with the member positions ``slots`` fixes (inside a product's operand)."""
         if not slots and all(loc.node is True or loc.node == {} for loc in locs):
             return self.any_value()
+        if len(locs) > 1:  # the same schema met twice (merged sources both list it) is one constraint
+            locs = list({loc.key: loc for loc in locs}.values())
         walk = SpecWalk(self.doc, list(chain), self.max_recursion)
         spec = Spec(slots=slots)
         for index, loc in enumerate(locs):
@@ -133,6 +143,9 @@ class SchemaEmitter:
                                          else "unevaluatedItems", "other schemas apply to the same value"))
         key = None
         if len(walk.chain) > len(chain) and walk.chain[-1] in chain:  # entering a recursive reference again
+            call = self._recursive_call(locs, slots)
+            if call is not None:
+                return call
             key = (tuple(sorted(set(walk.chain))), tuple(walk.chain.count(k) for k in sorted(set(walk.chain))),
                    tuple(loc.key for loc in locs), slots, self.spelling)
             found = self._recursive_memo.get(key)
@@ -147,6 +160,79 @@ class SchemaEmitter:
             if isinstance(tree, Automaton):  # an unrolled recursion level: a candidate for "what grew"
                 self.sizes.append((locs[0].pointer or "#", tree.dfa.num_states))
         return tree
+
+    # -- recursive definitions ----------------------------------------------------------
+    def _recursive_call(self, locs: list[Loc], slots: Slots) -> RegexNode | None:
+        """A call into the callee of the recursive definition ``locs`` re-enter (built on
+        first use), or None where the recursion is unrolled to ``max_recursion`` instead.
+
+        A callee reads one value of the definition and calls itself (or the other
+        recursive definitions) where the definition recurs, so recursion is exact at
+        any depth and costs one automaton per definition, not ``max_recursion`` nested
+        copies.  Unrolled instead: inside a product's operands (products are exact over
+        bytes only), where one DFA must hold the language (``max_any_depth``), once
+        the call symbols are all taken, and for a definition whose value can begin with
+        a call or be empty (a callee must start with a byte).
+        """
+        if slots or self.spelling != JSON_SPELLING or self.max_any_depth is not None:
+            return None
+        key = self._callee_key(locs)
+        if key not in self._callee_symbols:
+            self._build_callee(key, locs)
+        symbol = self._callee_symbols[key]
+        if symbol == _NO_VALUE:
+            return NOTHING
+        return None if symbol is None else Automaton(call_marker(symbol))
+
+    def _callee_key(self, locs: list[Loc]) -> tuple[str, ...]:
+        """What a recursive callee is keyed by: its schemas, each followed through references
+        that are all the schema says (every site of ``{"$ref": "#/$defs/node"}`` shares one)."""
+        keys = []
+        for loc in locs:
+            seen = {loc.key}  # (a cycle of plain references was refused when they were absorbed)
+            keyword = _plain_reference(loc.node, self.doc.draft)
+            while keyword is not None:
+                loc = self.doc.resolve(loc, loc.node[keyword], keyword)
+                keyword = _plain_reference(loc.node, self.doc.draft) if loc.key not in seen else None
+                seen.add(loc.key)
+            keys.append(loc.key)
+        return tuple(dict.fromkeys(keys))
+
+    def _free_callee_symbol(self) -> int | None:
+        """A call symbol for a recursive callee: from the top of :data:`COUNTED_SYMBOLS`
+        down, above those the counted strings have taken (they take theirs from the bottom)."""
+        taken = set(self._callee_symbols.values())
+        return next((symbol for symbol in reversed(COUNTED_SYMBOLS[len(self.counted):]) if symbol not in taken), None)
+
+    def _build_callee(self, key: tuple[str, ...], locs: list[Loc]) -> None:
+        """Build the callee of ``locs`` under a fresh symbol, or record that it is unrolled.
+
+        The symbol is registered before the body is built, so the body's own
+        recursion calls it.  A body that cannot be a callee is undone with every
+        callee and unrolled level built inside it (they may call its symbol); the
+        definitions decided meanwhile (unrolled, or meeting no value) stay so.
+        """
+        symbol = self._free_callee_symbol()
+        self._callee_symbols[key] = symbol
+        if symbol is None:
+            return
+        position = len(self._callee_symbols) - 1
+        memo_before = set(self._recursive_memo)
+        walk, spec = SpecWalk(self.doc, [], self.max_recursion), Spec()
+        for loc in locs:
+            spec = walk.absorb(spec, loc, frozenset())
+        tree = self.spec_tree(spec, tuple(walk.chain))
+        dfa = self._dfa(tree)
+        if dfa is not None and not dfa.accepting[dfa.start] and not (dfa.trans[dfa.start, list(CALL_SYMBOLS)] >= 0).any():
+            self.callees[symbol] = dfa
+            self.sizes.append((locs[0].pointer or "#", dfa.num_states))
+            return
+        for later in list(self._callee_symbols)[position:]:
+            if self._callee_symbols[later] not in (None, _NO_VALUE):  # decided ones stay: not built again
+                self.callees.pop(self._callee_symbols.pop(later), None)
+        for memo_key in set(self._recursive_memo) - memo_before:
+            del self._recursive_memo[memo_key]
+        self._callee_symbols[key] = _NO_VALUE if tree is NOTHING else None  # NOTHING: whatever the recursion
 
     def any_value(self) -> RegexNode:
         """Any JSON value (free-form members): a call into the shared any-value automaton,
@@ -210,7 +296,8 @@ class SchemaEmitter:
             if (patterns or formats) and (high - low < PATTERN_COUNT or not self._pattern_count(counted)):
                 return None
             short = sum(c.is_inlined for c in self.counted)
-            if len(self.counted) == len(COUNTED_SYMBOLS) or (counted.is_inlined and short >= self._short_budget):
+            if (len(self.counted) == len(COUNTED_SYMBOLS) or COUNTED_SYMBOLS[len(self.counted)] in self._callee_symbols.values()
+                    or (counted.is_inlined and short >= self._short_budget)):
                 return None
             self.counted.append(counted)
         return Automaton(call_marker(COUNTED_SYMBOLS[self.counted.index(counted)]))
@@ -566,7 +653,8 @@ class SchemaEmitter:
     def _property_names_dfa(self, spec: Spec, chain) -> ByteDFA | None:
         if not spec.property_names:
             return None
-        tree = self.value_of(spec.property_names, chain)
+        with self.numbers_spelled(PLAIN):  # an operand of a product (names are strings: spelling is moot)
+            tree = self.value_of(spec.property_names, chain)
         strings = any_string_dfa()
         names = intersect(strings, self._plain(self._dfa(tree))) if tree is not NOTHING else None
         return names if names is not None else _NO_NAMES
@@ -760,6 +848,15 @@ _NO_NAMES = ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.zeros(1, dtype=boo
 
 _STRIPPED = frozenset(("enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
                        "dependentSchemas", "dependentRequired", "dependencies", "$defs", "definitions"))
+
+
+def _plain_reference(node: Any, draft: int) -> str | None:
+    """The reference keyword of a schema that says nothing else (before 2019-09 a
+    ``$ref`` overrides its siblings), else None."""
+    keyword = ref_keyword(node) if isinstance(node, dict) else None
+    if keyword is None or (draft > 7 and set(node) - ANNOTATION_KEYWORDS - {keyword}):
+        return None
+    return keyword
 
 
 def largest_parts(sizes: list[tuple[str, int]], count: int = 3) -> str:
