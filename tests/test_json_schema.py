@@ -764,6 +764,20 @@ def test_recursion_is_exact_at_any_depth():
         assert not automaton.matches(text_of(_kid_chain(depth, {"v": 1, "x": 2})).encode()), depth
 
 
+def test_a_recursive_member_no_value_meets_is_left_out():
+    """``a`` must be both the node (an object) and a string: no value, at any depth, while
+    ``b`` recurs freely (the callee of ``a``'s schemas is recorded as meeting nothing)."""
+    schema = {"$defs": {"n": {"type": "object", "additionalProperties": False, "properties": {
+        "a": {"allOf": [{"$ref": "#/$defs/n"}, {"type": "string"}]}, "b": {"$ref": "#/$defs/n"}}}},
+        "$ref": "#/$defs/n"}
+    language = schema_to_dfa(schema)
+    assert len(language.recursive) == 1
+    deep = {}
+    for _ in range(8):
+        deep = {"b": deep}
+    assert_agrees(schema, [{}, {"a": {}}, {"a": "x"}, deep, {"b": {"b": {"a": {}}}}, {"b": {"b": {"a": "x"}}}])
+
+
 def test_recursion_is_unrolled_where_one_dfa_must_hold_the_language():
     schema = REF_SCHEMAS["recursive tree"]
     bounded = schema_to_dfa(schema, JsonSchemaOptions(max_any_depth=2))
