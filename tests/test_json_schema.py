@@ -1229,8 +1229,11 @@ def test_a_pointer_missing_under_an_embedded_id_falls_back_to_the_root_with_a_no
                               "the $id at /definitions/source, the base in force there; resolved against the "
                               "document root instead"]
     missing = {**schema, "definitions": {"source": schema["definitions"]["source"]}}
-    with pytest.raises(SchemaError, match="unresolvable \\$ref '#/definitions/limit'"):
+    with pytest.raises(SchemaError) as info:
         schema_to_dfa(missing)
+    assert info.value.pointer == "/definitions/source/properties/limit/$ref"
+    assert str(info.value).endswith("unresolvable $ref '#/definitions/limit': nothing at 'definitions' under the $id "
+                                    "at /definitions/source (the base in force), nor at 'limit' from the document root")
 
 
 @pytest.mark.parametrize("base, ref, expected", [

@@ -215,12 +215,16 @@ class SchemaDocument:
             return doc
         if not fragment.startswith("/"):
             raise loc.error(f"unresolvable {keyword} {ref!r}: no $anchor {fragment!r}", keyword)
-        try:
-            return self._follow_pointer(doc, unquote(fragment), loc, ref, keyword)
-        except SchemaError:
-            if doc is self.root_loc or not ref.startswith("#"):
-                raise
-            found = self._follow_pointer(self.root_loc, unquote(fragment), loc, ref, keyword)
+        found, missing = self._follow_pointer(doc, unquote(fragment))
+        if found is not None:
+            return found
+        if doc is self.root_loc or not ref.startswith("#"):
+            raise loc.error(f"unresolvable {keyword} {ref!r}: nothing at {missing!r}", keyword)
+        found, missing_at_root = self._follow_pointer(self.root_loc, unquote(fragment))
+        if found is None:
+            raise loc.error(f"unresolvable {keyword} {ref!r}: nothing at {missing!r} under the $id at "
+                            f"{doc.pointer or '#'} (the base in force), nor at {missing_at_root!r} from the "
+                            "document root", keyword)
         # A fragment-only reference under an embedded $id (draft-4 "id": "/source")
         # that only makes sense from the document root: the author's evident target.
         note = (f"{loc.pointer}/{keyword}: {ref!r} is not found under the $id at {doc.pointer or '#'}, the base "
@@ -229,7 +233,10 @@ class SchemaDocument:
             self.notes.append(note)
         return found
 
-    def _follow_pointer(self, doc: Loc, fragment: str, loc: Loc, ref: str, keyword: str) -> Loc:
+    @staticmethod
+    def _follow_pointer(doc: Loc, fragment: str) -> tuple[Loc | None, str]:
+        """The sub-schema the JSON pointer ``fragment`` names below ``doc``, or None and
+        the first part that names nothing there."""
         current = doc
         for raw in fragment.split("/")[1:]:
             part = raw.replace("~1", "/").replace("~0", "~")
@@ -239,8 +246,8 @@ class SchemaDocument:
             elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
                 current = current.child(int(part))
             else:
-                raise loc.error(f"unresolvable {keyword} {ref!r}: nothing at {part!r}", keyword)
-        return current
+                return None, part
+        return current, ""
 
     def _register(self, loc: Loc, is_root: bool = False) -> None:
         node = loc.node
