@@ -96,7 +96,7 @@ def pushdown_automaton(dfa: ByteDFA, callee: ByteDFA | None, counted, margin: in
             callees.append(counted_string_callee(string, margin))
         except RegexError as err:  # a tokenizer with longer tokens than LONGEST_TOKEN
             raise SchemaError(err.reason, string.pointer) from None
-    return PushdownDFA(dfa, callee, callees, recursive or {})
+    return PushdownDFA(dfa, callee, callees, recursive)
 
 
 def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
@@ -178,20 +178,23 @@ def _productive(dfa: ByteDFA, recursive: Mapping[int, ByteDFA]) -> tuple[ByteDFA
 
 def _ends(dfa: ByteDFA, blocked: set[int]) -> bool:
     """Whether ``dfa`` reaches acceptance without moving on the symbols ``blocked``."""
-    trans = dfa.trans
-    if blocked & called_symbols(dfa):
-        trans = trans.copy()
-        trans[:, sorted(blocked)] = -1
-    return bool(_live_states(trans, dfa.accepting)[dfa.start])
+    return bool(_live_states(_table_without(dfa, blocked), dfa.accepting)[dfa.start])
 
 
 def _without_calls(dfa: ByteDFA, symbols: set[int]) -> ByteDFA | None:
     """``dfa`` without its moves on ``symbols`` (minimal and all-live again; None: empty)."""
     if not symbols & called_symbols(dfa):
         return dfa
+    return dfa_from_table(_table_without(dfa, symbols), dfa.accepting, dfa.start)
+
+
+def _table_without(dfa: ByteDFA, symbols: set[int]) -> np.ndarray:
+    """``dfa``'s table with no moves on ``symbols`` (the table itself when it has none)."""
+    if not symbols & called_symbols(dfa):
+        return dfa.trans
     trans = dfa.trans.copy()
     trans[:, sorted(symbols)] = -1
-    return dfa_from_table(trans, dfa.accepting, dfa.start)
+    return trans
 
 
 def _inline_short_counts(automata: list[ByteDFA], counted: list[CountedString]
