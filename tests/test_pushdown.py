@@ -20,6 +20,8 @@ from constrain import Compiler, Matcher
 from constrain.automata.dfa_ops import difference
 from constrain.automata.pushdown import CALL, CALL_SYMBOLS, PushdownDFA, TokenPDA, expand_calls, has_calls
 from constrain.grammar.json_schema import UNSATISFIABLE, JsonSchemaOptions, schema_to_dfa
+from constrain.grammar.json_schema import sharing
+from constrain.grammar.json_schema.document import SchemaDocument
 from constrain.errors import SchemaError
 from constrain.grammar.json_schema.strings import CountedString
 from constrain.testing import check_masks_along_random_walk
@@ -54,6 +56,19 @@ MUTUAL = {"$defs": {
                                               "args": {"type": "array", "items": {"$ref": "#/$defs/expr"}}},
              "required": ["fn", "args"], "additionalProperties": False}},
     "$ref": "#/$defs/expr"}
+# A definition referenced from many places (a shared callee), once inside overlapping oneOf
+# branches (a product, where it is built in place) and once with a sibling keyword.
+ITEM = {"type": "object", "required": ["id"], "additionalProperties": False, "properties": {
+    "id": {"type": "integer", "minimum": 0, "maximum": 999},
+    "tags": {"type": "array", "items": {"type": "string", "maxLength": 4}, "maxItems": 3},
+    "kind": {"enum": ["a", "b"]},
+    "meta": {"type": "object", "additionalProperties": False, "properties": {"x": {"type": "number"}, "y": {"type": "boolean"}}}}}
+SHARED = {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"item": ITEM}, "type": "object",
+          "additionalProperties": False, "properties": {
+              **{f"p{k}": {"$ref": "#/definitions/item"} for k in range(6)},
+              "list": {"type": "array", "items": {"$ref": "#/definitions/item"}},
+              "either": {"oneOf": [{"$ref": "#/definitions/item"}, {"type": "object", "required": ["tags"]}]},
+              "capped": {"allOf": [{"$ref": "#/definitions/item"}], "maxProperties": 1}}}
 CHARS = ["a", " ", "é", "😀", "\n", '"', "\\", "\u0001", "ab"]
 
 
@@ -142,6 +157,8 @@ WALKS = [
     (TREE, b'{"v": 1, "kids": [{"v": 2, "kids": [{"v": 3, "kids": [{"v": 4, "kids": [{"v": 5, "kids": [', 11),
     (ROOT_RECURSION, b'{"a": {"b": {"list": [1, {"c": {"list": [{"d": ', 12),
     (MUTUAL, b'{"fn": "a", "args": [{"fn": "b", "args": [1, {"fn": "c", "args": [{"fn": "de', 13),
+    # a shared definition: inside its callee, called from an array
+    (SHARED, b'{"p0": {"id": 7}, "list": [{"id": 1, "tags": ["ab"]}, {"id": 2, "meta": {"x": 1', 14),
 ]
 
 
@@ -512,6 +529,52 @@ def test_recursion_inside_product_operands_is_unrolled():
     assert schema_to_dfa(TREE).automaton.matches(json.dumps(deep).encode())
 
 
+def _item(rng: random.Random, flaw: str | None):
+    item = {"id": rng.randint(0, 999), "tags": ["x", "é😀"][:rng.randint(0, 2)], "meta": {"x": 1.5, "y": True}}
+    if flaw == "extra":
+        item["meta"]["z"] = 1
+    elif flaw == "range":
+        item["id"] = 1000
+    elif flaw == "missing":
+        del item["id"]
+    return item
+
+
+def _shared_value(rng: random.Random, flaw: str | None, where: str):
+    value = {f"p{k}": _item(rng, None) for k in range(rng.randint(0, 6))}
+    value["list"] = [_item(rng, None) for _ in range(rng.randint(0, 3))]
+    value["either"] = rng.choice([_item(rng, None), {"tags": "not an item"}, {"id": 3, "tags": []}])
+    value["capped"] = rng.choice([{}, {"id": 4}])
+    if flaw:
+        if where == "list":
+            value["list"].append(_item(rng, flaw))
+        else:
+            value[where] = _item(rng, flaw)
+    return value
+
+
+def test_shared_definitions_are_callees_and_exact(monkeypatch):
+    """A definition referenced from many places is one callee, called from each site (not
+    where a product needs bytes), and the language is the same as with a copy per site:
+    both agree with ``jsonschema`` on values valid or flawed at any site."""
+    shared = schema_to_dfa(SHARED)
+    assert shared.recursive and shared.is_regular is False
+    monkeypatch.setattr(sharing, "MIN_SAVED", 10**9)
+    copied = schema_to_dfa(SHARED)
+    assert not copied.recursive and copied.dfa.num_states > shared.dfa.num_states
+    validator = jsonschema.validators.validator_for(SHARED)(SHARED)
+    rng = random.Random(9)
+    verdicts = []
+    for flaw in (None, "extra", "range", "missing"):
+        for where in ("p0", "p5", "list", "either", "capped"):
+            for _ in range(3):
+                text = json.dumps(_shared_value(rng, flaw, where), ensure_ascii=False).encode()
+                valid = validator.is_valid(json.loads(text))
+                verdicts.append(valid)
+                assert shared.automaton.matches(text) == copied.automaton.matches(text) == valid, (flaw, where, text)
+    assert any(verdicts) and not all(verdicts)
+
+
 def test_recursive_callees_round_trip_the_disk_cache(infos, tmp_path):
     info = infos("llama-3")
     first = Compiler(info, cache_dir=tmp_path).compile_json_schema(MUTUAL)
@@ -523,3 +586,25 @@ def test_recursive_callees_round_trip_the_disk_cache(infos, tmp_path):
     for compiled in (first, second):
         matcher = Matcher(compiled)
         assert matcher.accept_bytes(text) and matcher.is_accepting()
+
+
+def test_sharing_picks_the_definitions_that_save_most():
+    """Symbols go to the definitions whose callee saves most copies times size, counted again
+    after each choice (a chosen definition's inner references are one copy each); a
+    recursive definition is never a shared one (recursion has its own callees)."""
+    small = {"type": "object", "properties": {f"s{k}": {"type": "integer"} for k in range(8)}}
+    big = {"type": "object", "properties": {f"f{k}": {"type": "object", "properties": {"a": {"$ref": "#/$defs/small"}}}
+                                            for k in range(10)}}
+    loop = {"type": "array", "items": {"$ref": "#/$defs/loop"}}
+    schema = {"$defs": {"small": small, "big": big, "loop": loop},
+              "properties": {**{name: {"$ref": "#/$defs/big"} for name in "abc"},
+                             **{name: {"$ref": "#/$defs/loop"} for name in "de"}}}
+    doc = SchemaDocument(schema)
+
+    def key(loc):
+        return (loc.key,)
+
+    names = {(doc.root_loc.child("$defs", name).key,): name for name in ("small", "big", "loop")}
+    assert {names[k] for k in sharing.shared_definitions(doc, key, 1)} == {"small"}  # 30 copies of 10 objects
+    assert {names[k] for k in sharing.shared_definitions(doc, key, 5)} == {"small", "big"}
+    assert sharing.shared_definitions(doc, key, 0) == set()

@@ -31,6 +31,7 @@ from ...automata.pushdown import CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, call_marke
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
 from .document import Loc, SchemaDocument
+from .sharing import shared_definitions
 from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
 from .slots import shared_slots
@@ -52,6 +53,8 @@ OPERAND_ANY_DEPTH = 3
 _NO_VALUE = -1
 # property_order="any" tracks the set of members written: 2**k states per object.
 MAX_ANY_ORDER_MEMBERS = 6
+#: Call symbols the shared definitions leave free, for recursive definitions.
+RESERVED_SYMBOLS = 2
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,7 @@ class SchemaEmitter:
         self.counted: list[CountedString] = []
         # Recursive definitions read by callees: their symbol (None: unrolled), by _callee_key.
         self._callee_symbols: dict[tuple[str, ...], int | None] = {}
-        #: The recursive callees built, by call symbol (see _recursive_call).
+        #: The callees built (recursive and shared definitions), by call symbol (see _build_callee).
         self.callees: dict[int, ByteDFA] = {}
 
     # -- entry points -------------------------------------------------------------
@@ -152,6 +155,10 @@ class SchemaEmitter:
             if found is not None:
                 self.spelling_sensitive += found[1]
                 return found[0]
+        elif len(walk.chain) > len(chain) and self._shareable(slots):  # a reference followed
+            call = self._shared_call(locs)
+            if call is not None:
+                return call
         sensitive_before = self.spelling_sensitive
         tree = self.spec_tree(spec, tuple(walk.chain))
         if key is not None:
@@ -174,15 +181,46 @@ class SchemaEmitter:
         the call symbols are all taken, and for a definition whose value can begin with
         a call or be empty (a callee must start with a byte).
         """
-        if slots or self.spelling != JSON_SPELLING or self.max_any_depth is not None:
+        if not self._shareable(slots):
             return None
         key = self._callee_key(locs)
         if key not in self._callee_symbols:
             self._build_callee(key, locs)
+        return self._call_of(key)
+
+    def _shareable(self, slots: Slots) -> bool:
+        """Whether a value built here may be a call: not inside a product's operands (exact
+        over bytes only), nor where one DFA must hold the language (``max_any_depth``)."""
+        return not slots and self.spelling == JSON_SPELLING and self.max_any_depth is None
+
+    def _call_of(self, key: tuple[str, ...]) -> RegexNode | None:
+        """The call into the callee ``key`` has (None: it is built in place)."""
         symbol = self._callee_symbols[key]
         if symbol == _NO_VALUE:
             return NOTHING
         return None if symbol is None else Automaton(call_marker(symbol))
+
+    def _shared_call(self, locs: list[Loc]) -> RegexNode | None:
+        """A call into the callee of a definition that references reach from many places
+        (chosen by :func:`.sharing.shared_definitions`), or None where it is built in place."""
+        key = self._callee_key(locs)
+        if key not in self._callee_symbols:
+            if key not in self._shared:
+                return None
+            self._build_callee(key, locs)
+        return self._call_of(key)
+
+    @cached_property
+    def _shared(self) -> set[tuple[str, ...]]:
+        """The definitions to share, from the symbols the long counted strings leave, less
+        :data:`RESERVED_SYMBOLS` for recursive definitions (chosen on the first reference)."""
+        budget = len(COUNTED_SYMBOLS) - self._long_count - len(self._callee_symbols) - RESERVED_SYMBOLS
+        return shared_definitions(self.doc, lambda loc: self._callee_key([loc]), budget)
+
+    @cached_property
+    def _long_count(self) -> int:
+        """How many counted strings the schema's long bounds may need (scanned once, when needed)."""
+        return len(_long_bounds(self.doc.root))
 
     def _callee_key(self, locs: list[Loc]) -> tuple[str, ...]:
         """What a recursive callee is keyed by: its schemas, each followed through references
@@ -280,7 +318,7 @@ class SchemaEmitter:
     def _short_budget(self) -> int:
         """Short counts (inlined later) take only the symbols the long ones, which stay calls,
         leave (scanned on the first short count, not for every schema)."""
-        return max(0, min(MAX_SHORT_COUNTS, len(COUNTED_SYMBOLS) - len(_long_bounds(self.doc.root))))
+        return max(0, min(MAX_SHORT_COUNTS, len(COUNTED_SYMBOLS) - self._long_count))
 
     def _counted_call(self, low: int, high: int | None, patterns: tuple[str, ...], formats: tuple[str, ...],
                       pointer: str) -> RegexNode | None:

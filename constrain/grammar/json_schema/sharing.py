@@ -1,0 +1,151 @@
+"""Which ``$ref`` targets are worth one shared callee instead of a copy per site.
+
+A definition that references reach from many places (Kubernetes' ``Container``
+sits under a dozen paths of a workload schema, ``Probe`` under sixty) is copied
+into the schema's DFA at every site, and the DFA, with every pass over it, grows
+with the copies.  As a callee (see ``SchemaEmitter._build_callee``) it is built
+once and called from each site.  Call symbols are few (:data:`COUNTED_SYMBOLS`,
+shared with counted strings and recursive definitions), so they go where they
+save most: this module estimates, before anything is built, how many copies of
+each definition the schema would expand to and how large one is, and picks
+greedily by copies saved times size.
+
+Sizes are counts of schema objects, and references inside a definition chosen
+already cost one (a call).  Definitions on or leading into a reference cycle are
+left out: recursion has its own callees, and the depth to which the rest unrolls
+depends on the references above a site.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable
+
+from ...errors import SchemaError
+from .document import Loc, SchemaDocument
+from .spec import ref_keyword
+
+# Keywords whose values are data or annotations, never sub-schemas.
+_DATA_KEYWORDS = frozenset(("enum", "const", "default", "examples", "example", "description", "title",
+                            "$comment", "definitions", "$defs"))
+
+#: A definition is shared only when sharing saves at least this many schema objects.
+MIN_SAVED = 40
+
+
+def shared_definitions(doc: SchemaDocument, key_of: Callable[[Loc], tuple[str, ...]], budget: int) -> set[tuple[str, ...]]:
+    """The callee keys (``key_of`` a reference's target) of at most ``budget`` definitions
+    to share, best first."""
+    if budget <= 0:
+        return set()
+    graph = _reference_graph(doc, key_of)
+    if graph is None:
+        return set()
+    own, edges, order = graph
+    chosen: list[tuple[str, ...]] = []
+    while len(chosen) < budget:
+        sizes = _expanded_sizes(own, edges, order, chosen)
+        copies = _copies(edges, order, chosen)
+        gain, best = max((((copies[k] - 1) * sizes[k], k) for k in order[1:] if k not in chosen), default=(0, None))
+        if gain < MIN_SAVED:
+            break
+        chosen.append(best)
+    return set(chosen)
+
+
+def _reference_graph(doc: SchemaDocument, key_of) -> tuple[dict, dict, list] | None:
+    """Per definition reached from the root: its own size, the references in it
+    (target key: count), and the definitions in topological order, root first.
+    Definitions on or leading into a cycle are dropped.  None when nothing is
+    referenced twice."""
+    own: dict = {}
+    edges: dict = {}
+    targets: dict = {}
+    todo = [((), doc.root_loc)]
+    while todo:
+        key, loc = todo.pop()
+        if key in own:
+            continue
+        size, found = _scan(doc, loc, key_of)
+        own[key] = size
+        edges[key] = Counter(target for target, _ in found)
+        for target, target_loc in found:
+            targets.setdefault(target, target_loc)
+            todo.append((target, target_loc))
+    if sum(sum(counts.values()) for counts in edges.values()) < 2:
+        return None
+    order, cyclic = _topological(edges)
+    cyclic.discard(())  # the root is built in place whatever it leads into
+    for key in cyclic:
+        own.pop(key, None)
+    edges = {k: Counter({t: n for t, n in v.items() if t not in cyclic}) for k, v in edges.items() if k not in cyclic}
+    return own, edges, [k for k in order if k not in cyclic]
+
+
+def _scan(doc: SchemaDocument, loc: Loc, key_of) -> tuple[int, list[tuple[tuple[str, ...], Loc]]]:
+    """The schema objects in ``loc`` (not through references), and the references it
+    makes, by target key (with the target)."""
+    size = 0
+    found = []
+    stack = [loc]
+    while stack:
+        here = stack.pop()
+        node = here.raw
+        if isinstance(node, list):
+            stack.extend(here.child(i) for i in range(len(node)))
+            continue
+        if not isinstance(node, dict):
+            continue
+        size += 1
+        keyword = ref_keyword(node)
+        if keyword == "$ref":
+            try:
+                target = doc.resolve(here, node[keyword], keyword)
+                found.append((key_of(target), target))
+            except (SchemaError, RecursionError):
+                pass  # the emitter reports it where it matters
+        stack.extend(here.child(k) for k, v in node.items() if k not in _DATA_KEYWORDS and isinstance(v, (dict, list)))
+    return size, found
+
+
+def _topological(edges: dict) -> tuple[list, set]:
+    """The keys in topological order from the root, and those on or leading into a cycle."""
+    state: dict = {}  # 1: on the path, 2: done
+    order: list = []
+    cyclic: set = set()
+    for root in list(edges)[:1]:
+        stack = [(root, iter(edges[root]))]
+        state[root] = 1
+        while stack:
+            key, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                state[key] = 2
+                order.append(key)
+                if any(c in cyclic for c in edges[key]):
+                    cyclic.add(key)
+            elif state.get(child) == 1:
+                cyclic.update(k for k, _ in stack[[k for k, _ in stack].index(child):])
+            elif child not in state:
+                state[child] = 1
+                stack.append((child, iter(edges[child])))
+    order.reverse()
+    return order, cyclic
+
+
+def _expanded_sizes(own: dict, edges: dict, order: list, chosen: list) -> dict:
+    """Each definition's size with its references expanded, chosen ones costing one."""
+    sizes: dict = {}
+    for key in reversed(order):
+        sizes[key] = own[key] + sum(n * (1 if t in chosen else sizes[t]) for t, n in edges[key].items())
+    return sizes
+
+
+def _copies(edges: dict, order: list, chosen: list) -> dict:
+    """How many copies of each definition the root expands to (a chosen one is built once)."""
+    copies = Counter({order[0]: 1})
+    for key in order:
+        for target, n in edges[key].items():
+            copies[target] += n * (1 if key in chosen else copies[key])
+    return copies
