@@ -31,9 +31,9 @@ from ...automata.pushdown import CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, call_marke
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
 from .document import Loc, SchemaDocument
-from .sharing import shared_definitions
 from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
+from .sharing import shared_definitions
 from .slots import shared_slots
 from .spec import (ANNOTATION_KEYWORDS, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec, place_branch, ref_keyword,
                    spec_of)
@@ -120,7 +120,7 @@ class SchemaEmitter:
         self.sizes: list[tuple[str, int]] = []
         # The strings that are counted callees: COUNTED_SYMBOLS[j] calls entry j.
         self.counted: list[CountedString] = []
-        # Recursive definitions read by callees: their symbol (None: unrolled), by _callee_key.
+        # Definitions read by callees (recursive or shared): their symbol (None: built in place), by _callee_key.
         self._callee_symbols: dict[tuple[str, ...], int | None] = {}
         #: The callees built (recursive and shared definitions), by call symbol (see _build_callee).
         self.callees: dict[int, ByteDFA] = {}
@@ -202,7 +202,9 @@ class SchemaEmitter:
 
     def _shared_call(self, locs: list[Loc]) -> RegexNode | None:
         """A call into the callee of a definition that references reach from many places
-        (chosen by :func:`.sharing.shared_definitions`), or None where it is built in place."""
+        (chosen by :func:`.sharing.shared_definitions`), or into a recursive definition's
+        callee built already (its first site needs no copy either), or None where the
+        definition is built in place."""
         key = self._callee_key(locs)
         if key not in self._callee_symbols:
             if key not in self._shared:
@@ -214,7 +216,8 @@ class SchemaEmitter:
     def _shared(self) -> set[tuple[str, ...]]:
         """The definitions to share, from the symbols the long counted strings leave, less
         :data:`RESERVED_SYMBOLS` for recursive definitions (chosen on the first reference)."""
-        budget = len(COUNTED_SYMBOLS) - self._long_count - len(self._callee_symbols) - RESERVED_SYMBOLS
+        taken = sum(symbol in COUNTED_SYMBOLS for symbol in self._callee_symbols.values())
+        budget = len(COUNTED_SYMBOLS) - self._long_count - taken - RESERVED_SYMBOLS
         return shared_definitions(self.doc, lambda loc: self._callee_key([loc]), budget)
 
     @cached_property
