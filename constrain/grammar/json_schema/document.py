@@ -71,7 +71,7 @@ class Loc:
         for part in path:
             node = node[part]
             pointer += "/" + str(part).replace("~", "~0").replace("/", "~1")
-        return Loc(node, pointer, _base_of(node, self.base, self.draft), self.draft)
+        return Loc(node, pointer, base_of(node, self.base, self.draft), self.draft)
 
     def later_keywords(self) -> list[str]:
         """The keywords written here that this draft does not define (ignored)."""
@@ -149,7 +149,7 @@ def _remove_dot_segments(path: str) -> str:
     return "/" + result if path.startswith("/") and not result.startswith("/") else result
 
 
-def _base_of(node: Any, parent_base: str, draft: int) -> str:
+def base_of(node: Any, parent_base: str, draft: int) -> str:
     """The base URI inside ``node``: its ``$id`` (or draft-4 ``id``) resolved against the parent's."""
     if isinstance(node, dict):
         ident = node.get("$id") if draft > 7 or "$ref" not in node else None  # draft <= 7: $ref hides siblings
@@ -187,7 +187,7 @@ class SchemaDocument:
         #: What the compile should say: keywords ignored because their draft does not
         #: define them, references resolved against the root instead of their base.
         self.notes: list[str] = []
-        base = _base_of(root, _ROOT_BASE, self.draft)
+        base = base_of(root, _ROOT_BASE, self.draft)
         self.root_loc = Loc(root, "", base, self.draft)
         self._register(self.root_loc, is_root=True)
         for uri, document in (resources or {}).items():  # other documents $ref may point into
@@ -195,7 +195,7 @@ class SchemaDocument:
                 raise SchemaError(f"resources must map URIs to schemas, got {uri!r}: {type(document).__name__}")
             url = split_fragment(uri)[0]
             draft = _draft_of(document) if isinstance(document, dict) and "$schema" in document else self.draft
-            loc = Loc(document, "", _base_of(document, url, draft), draft)
+            loc = Loc(document, "", base_of(document, url, draft), draft)
             self.index.setdefault(url + "#", loc)
             self._register(loc, is_root=True)
 

@@ -18,11 +18,13 @@ depends on the references above a site.
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 from typing import Callable
 
 from ...errors import SchemaError
-from .document import Loc, SchemaDocument
+from .document import Loc, SchemaDocument, base_of
 from .spec import ref_keyword
 
 # Keywords whose values are data or annotations, never sub-schemas.
@@ -36,7 +38,7 @@ MIN_SAVED = 40
 def shared_definitions(doc: SchemaDocument, key_of: Callable[[Loc], tuple[str, ...]], budget: int) -> set[tuple[str, ...]]:
     """The callee keys (``key_of`` a reference's target) of at most ``budget`` definitions
     to share, best first."""
-    if budget <= 0:
+    if budget <= 0 or not _some_reference_repeats(doc.root):
         return set()
     graph = _reference_graph(doc, key_of)
     if graph is None:
@@ -51,6 +53,25 @@ def shared_definitions(doc: SchemaDocument, key_of: Callable[[Loc], tuple[str, .
             break
         chosen.append(best)
     return set(chosen)
+
+
+def _some_reference_repeats(root) -> bool:
+    """Whether some ``$ref`` string occurs twice in the document: without that, no
+    definition is copied twice (a copy of a copy needs a repeated reference above it).
+    A scan of the serialised text, far cheaper than walking the schema objects."""
+    try:
+        text = json.dumps(root)
+    except (TypeError, ValueError):  # not JSON data: walk it instead
+        return True
+    seen = set()
+    for ref in _REF_TEXT.findall(text):
+        if ref in seen:
+            return True
+        seen.add(ref)
+    return False
+
+
+_REF_TEXT = re.compile(r'"\$ref": ("(?:[^"\\]|\\.)*")')
 
 
 def _reference_graph(doc: SchemaDocument, key_of) -> tuple[dict, dict, list] | None:
@@ -84,27 +105,30 @@ def _reference_graph(doc: SchemaDocument, key_of) -> tuple[dict, dict, list] | N
 
 def _scan(doc: SchemaDocument, loc: Loc, key_of) -> tuple[int, list[tuple[tuple[str, ...], Loc]]]:
     """The schema objects in ``loc`` (not through references), and the references it
-    makes, by target key (with the target)."""
+    makes, by target key (with the target).  Walks the raw objects with their pointer
+    and base URI, making a :class:`Loc` only where a reference is resolved."""
     size = 0
     found = []
-    stack = [loc]
+    stack = [(loc.raw, loc.pointer, loc.base)]
     while stack:
-        here = stack.pop()
-        node = here.raw
+        node, pointer, base = stack.pop()
         if isinstance(node, list):
-            stack.extend(here.child(i) for i in range(len(node)))
+            stack.extend((item, f"{pointer}/{i}", base) for i, item in enumerate(node) if isinstance(item, (dict, list)))
             continue
-        if not isinstance(node, dict):
+        if not isinstance(node, dict):  # a boolean schema a reference points at
             continue
         size += 1
         keyword = ref_keyword(node)
         if keyword == "$ref":
             try:
-                target = doc.resolve(here, node[keyword], keyword)
+                target = doc.resolve(Loc(node, pointer, base, loc.draft), node[keyword], keyword)
                 found.append((key_of(target), target))
             except (SchemaError, RecursionError):
                 pass  # the emitter reports it where it matters
-        stack.extend(here.child(k) for k, v in node.items() if k not in _DATA_KEYWORDS and isinstance(v, (dict, list)))
+        for key, value in node.items():
+            if key not in _DATA_KEYWORDS and isinstance(value, (dict, list)):
+                escaped = key.replace("~", "~0").replace("/", "~1")
+                stack.append((value, f"{pointer}/{escaped}", base_of(value, base, loc.draft)))
     return size, found
 
 
