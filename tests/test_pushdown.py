@@ -69,6 +69,10 @@ SHARED = {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {
               "list": {"type": "array", "items": {"$ref": "#/definitions/item"}},
               "either": {"oneOf": [{"$ref": "#/definitions/item"}, {"type": "object", "required": ["tags"]}]},
               "capped": {"allOf": [{"$ref": "#/definitions/item"}], "maxProperties": 1}}}
+# Many items of a large automaton: the item is a callee, the count stays in the DFA.
+MANY_ITEMS = {"type": "array", "minItems": 2, "maxItems": 200, "items": {
+    "type": "object", "required": ["a"], "additionalProperties": False,
+    "properties": {"a": {"type": "integer"}, "b": {"type": "string", "maxLength": 40}}}}
 CHARS = ["a", " ", "é", "😀", "\n", '"', "\\", "\u0001", "ab"]
 
 
@@ -157,6 +161,8 @@ WALKS = [
     (TREE, b'{"v": 1, "kids": [{"v": 2, "kids": [{"v": 3, "kids": [{"v": 4, "kids": [{"v": 5, "kids": [', 11),
     (ROOT_RECURSION, b'{"a": {"b": {"list": [1, {"c": {"list": [{"d": ', 12),
     (MUTUAL, b'{"fn": "a", "args": [{"fn": "b", "args": [1, {"fn": "c", "args": [{"fn": "de', 13),
+    # array items as a callee, one item short of maxItems
+    (MANY_ITEMS, b"[" + b'{"a": 1}, ' * 199 + b'{"a": 2, "b": "x', 15),
     # a shared definition: inside its callee, called from an array
     (SHARED, b'{"p0": {"id": 7}, "list": [{"id": 1, "tags": ["ab"]}, {"id": 2, "meta": {"x": 1', 14),
 ]
@@ -572,6 +578,25 @@ def test_shared_definitions_are_callees_and_exact(monkeypatch):
                 valid = validator.is_valid(json.loads(text))
                 verdicts.append(valid)
                 assert shared.automaton.matches(text) == copied.automaton.matches(text) == valid, (flaw, where, text)
+    assert any(verdicts) and not all(verdicts)
+
+
+def test_many_items_of_a_large_automaton_are_calls():
+    """``maxItems: 200`` of an object with a 40-character string would be 200 copies of
+    the object's automaton; the item is one callee and each copy one call, and counts
+    around both bounds and a flawed last item agree with ``jsonschema``."""
+    language = schema_to_dfa(MANY_ITEMS)
+    (body,) = language.recursive.values()
+    assert language.dfa.num_states < 200 * body.num_states // 10  # a call per position, not a copy
+    validator = jsonschema.validators.validator_for(MANY_ITEMS)(MANY_ITEMS)
+    automaton = language.automaton
+    verdicts = []
+    for count in (0, 1, 2, 3, 199, 200, 201):
+        for last in ({"a": 2, "b": "é" * 40}, {"a": 2, "b": "é" * 41}, {"b": "x"}, {"a": 1, "c": 0}):
+            value = [{"a": k} for k in range(count - 1)] + [last] * (count > 0)
+            valid = validator.is_valid(value)
+            verdicts.append(valid)
+            assert automaton.matches(json.dumps(value, ensure_ascii=False).encode()) == valid, (count, last)
     assert any(verdicts) and not all(verdicts)
 
 

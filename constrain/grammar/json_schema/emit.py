@@ -55,6 +55,9 @@ _NO_VALUE = -1
 MAX_ANY_ORDER_MEMBERS = 6
 #: Call symbols the shared definitions leave free, for recursive definitions.
 RESERVED_SYMBOLS = 2
+#: Array items are a callee from this maxItems on, when the copies would pass ITEMS_CALL_STATES.
+ITEMS_CALL_MIN = 16
+ITEMS_CALL_STATES = 20_000
 
 
 @dataclass(frozen=True)
@@ -716,11 +719,42 @@ class SchemaEmitter:
         else:
             slots = spec.slots.items or NO_SLOTS
             prefix = [self.value_of(locs, chain, slots) for locs in spec.prefix_items]
-            rest, contains = self.value_of(rest_locs, chain, slots), None
+            rest, contains = self._repeated_items(rest_locs, chain, slots, spec.max_items), None
         graph = _items_graph(prefix, rest, spec.min_items, spec.max_items, contains, self.layout)
         if graph is NOTHING:
             return NOTHING
         return seq(self.layout.opening("["), graph, self.layout.closing("]"))
+
+    def _repeated_items(self, locs: list[Loc], chain: tuple[str, ...], slots: Slots, max_items: int | None) -> RegexNode:
+        """The value of an array's rest items: a callee when ``maxItems`` would copy a large
+        automaton many times.
+
+        ``{"maxItems": 256, "items": {<an object of 3,000 states>}}`` is exact only as
+        256 copies of the item (a DFA counts by copying), and nested bounded arrays
+        multiply (Github_hard o9832: over 2,000,000 states).  As a callee the item is
+        built once and each copy is one call move.  Only where calls may stand (see
+        :meth:`_shareable`), while symbols are spare (:meth:`_spare_symbols`), and for
+        an item that starts with a byte.
+        """
+        tree = self.value_of(locs, chain, slots)
+        if max_items is None or max_items < ITEMS_CALL_MIN or tree is NOTHING or not self._shareable(slots):
+            return tree
+        key = ("items",) + self._callee_key(locs)
+        if key in self._callee_symbols:
+            return self._call_of(key) or tree
+        dfa = self._dfa(tree)
+        if (dfa is None or dfa.num_states * max_items < ITEMS_CALL_STATES or dfa.accepting[dfa.start]
+                or (dfa.trans[dfa.start, list(CALL_SYMBOLS)] >= 0).any() or self._spare_symbols() <= RESERVED_SYMBOLS):
+            return tree if dfa is None else Automaton(dfa)
+        symbol = self._callee_symbols[key] = self._free_callee_symbol()
+        self.callees[symbol] = dfa
+        self.sizes.append(((locs[0].pointer if locs else "") or "#", dfa.num_states))
+        return Automaton(call_marker(symbol))
+
+    def _spare_symbols(self) -> int:
+        """Call symbols free above those the counted strings (long ones included, met or not) take."""
+        taken = set(self._callee_symbols.values())
+        return sum(symbol not in taken for symbol in COUNTED_SYMBOLS[max(len(self.counted), self._long_count):])
 
     def _contained_items(self, spec: Spec, rest_locs: list[Loc], chain: tuple[str, ...]):
         """Prefix items, rest items and the ``contains`` count (automaton, low, high): items
