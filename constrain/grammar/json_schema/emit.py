@@ -741,7 +741,8 @@ class SchemaEmitter:
             return tree
         key = ("items",) + self._callee_key(locs)
         if key in self._callee_symbols:
-            return self._call_of(key) or tree
+            call = self._call_of(key)
+            return tree if call is None else call
         dfa = self._dfa(tree)
         if (dfa is None or dfa.num_states * max_items < ITEMS_CALL_STATES or dfa.accepting[dfa.start]
                 or (dfa.trans[dfa.start, list(CALL_SYMBOLS)] >= 0).any() or self._spare_symbols() <= RESERVED_SYMBOLS):
