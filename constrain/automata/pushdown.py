@@ -25,7 +25,9 @@ that key and computed by one numba walk of the token trie
 
 A recursive schema definition is a callee the same way (``PushdownDFA.recursive``,
 on a counted symbol the counted strings leave): its body calls itself where the
-definition recurs, so recursion is exact at any depth.
+definition recurs, so recursion is exact at any depth.  Definitions that many
+references share, and array items that ``maxItems`` repeats many times, are such
+callees too (built once instead of copied at every site).
 
 Long counted strings (``maxLength: 32767``, with or without a pattern or format)
 are callees too, one per string constraint (:class:`CountedCallee`, symbols

@@ -59,8 +59,10 @@ class SchemaLanguage:
     ``callee`` is the any-value automaton that ``dfa``'s :data:`~constrain.automata.pushdown.CALL`
     moves call (None when nothing calls it); ``counted`` holds the counted strings (length
     bounds, patterns, formats) that ``COUNTED_SYMBOLS[j]`` moves call; ``recursive`` holds
-    the callees of recursive definitions by the symbol that calls them (any automaton
-    here may call them).  With none of these, the language is regular.
+    the callees of recursive definitions, of definitions many references share, and of
+    array items repeated many times, by the symbol that calls them (any automaton here
+    may call them; the name is from when recursion was their only use).  With none of
+    these, the language is regular.
     """
 
     dfa: ByteDFA
