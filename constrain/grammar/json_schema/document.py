@@ -70,7 +70,7 @@ class Loc:
         pointer = self.pointer
         for part in path:
             node = node[part]
-            pointer += "/" + str(part).replace("~", "~0").replace("/", "~1")
+            pointer += "/" + pointer_part(part)
         return Loc(node, pointer, base_of(node, self.base, self.draft), self.draft)
 
     def later_keywords(self) -> list[str]:
@@ -147,6 +147,11 @@ def _remove_dot_segments(path: str) -> str:
             out.append(segment)
     result = "/".join(out)
     return "/" + result if path.startswith("/") and not result.startswith("/") else result
+
+
+def pointer_part(part: str | int) -> str:
+    """A key or index as one JSON pointer part (RFC 6901: ``~`` and ``/`` escaped)."""
+    return str(part).replace("~", "~0").replace("/", "~1")
 
 
 def base_of(node: Any, parent_base: str, draft: int) -> str:

@@ -267,7 +267,7 @@ class SchemaEmitter:
             spec = walk.absorb(spec, loc, frozenset())
         tree = self.spec_tree(spec, tuple(walk.chain))
         dfa = self._dfa(tree)
-        if dfa is not None and not dfa.accepting[dfa.start] and not (dfa.trans[dfa.start, list(CALL_SYMBOLS)] >= 0).any():
+        if dfa is not None and _callable(dfa):
             self.callees[symbol] = dfa
             self.sizes.append((locs[0].pointer or "#", dfa.num_states))
             return
@@ -744,8 +744,8 @@ class SchemaEmitter:
             call = self._call_of(key)
             return tree if call is None else call
         dfa = self._dfa(tree)
-        if (dfa is None or dfa.num_states * max_items < ITEMS_CALL_STATES or dfa.accepting[dfa.start]
-                or (dfa.trans[dfa.start, list(CALL_SYMBOLS)] >= 0).any() or self._spare_symbols() <= RESERVED_SYMBOLS):
+        if (dfa is None or dfa.num_states * max_items < ITEMS_CALL_STATES or not _callable(dfa)
+                or self._spare_symbols() <= RESERVED_SYMBOLS):
             return tree if dfa is None else Automaton(dfa)
         symbol = self._callee_symbols[key] = self._free_callee_symbol()
         self.callees[symbol] = dfa
@@ -924,6 +924,12 @@ _NO_NAMES = ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.zeros(1, dtype=boo
 
 _STRIPPED = frozenset(("enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
                        "dependentSchemas", "dependentRequired", "dependencies", "$defs", "definitions"))
+
+
+def _callable(dfa: ByteDFA) -> bool:
+    """Whether ``dfa`` can be a callee's body: it starts with a byte (its start neither
+    accepts nor calls), so a call always reads something before it can return."""
+    return not dfa.accepting[dfa.start] and not (dfa.trans[dfa.start, list(CALL_SYMBOLS)] >= 0).any()
 
 
 def _plain_reference(node: Any, draft: int) -> str | None:

@@ -24,7 +24,7 @@ from collections import Counter
 from typing import Callable
 
 from ...errors import SchemaError
-from .document import Loc, SchemaDocument, base_of
+from .document import Loc, SchemaDocument, base_of, pointer_part
 from .spec import ref_keyword
 
 # Keywords whose values are data or annotations, never sub-schemas.
@@ -77,11 +77,10 @@ _REF_TEXT = re.compile(r'"\$ref": ("(?:[^"\\]|\\.)*")')
 def _reference_graph(doc: SchemaDocument, key_of) -> tuple[dict, dict, list] | None:
     """Per definition reached from the root: its own size, the references in it
     (target key: count), and the definitions in topological order, root first.
-    Definitions on or leading into a cycle are dropped.  None when nothing is
-    referenced twice."""
+    Definitions on or leading into a cycle are dropped.  None when the document
+    makes fewer than two references."""
     own: dict = {}
     edges: dict = {}
-    targets: dict = {}
     todo = [((), doc.root_loc)]
     while todo:
         key, loc = todo.pop()
@@ -90,9 +89,7 @@ def _reference_graph(doc: SchemaDocument, key_of) -> tuple[dict, dict, list] | N
         size, found = _scan(doc, loc, key_of)
         own[key] = size
         edges[key] = Counter(target for target, _ in found)
-        for target, target_loc in found:
-            targets.setdefault(target, target_loc)
-            todo.append((target, target_loc))
+        todo.extend(found)
     if sum(sum(counts.values()) for counts in edges.values()) < 2:
         return None
     order, cyclic = _topological(edges)
@@ -127,8 +124,7 @@ def _scan(doc: SchemaDocument, loc: Loc, key_of) -> tuple[int, list[tuple[tuple[
                 pass  # the emitter reports it where it matters
         for key, value in node.items():
             if key not in _DATA_KEYWORDS and isinstance(value, (dict, list)):
-                escaped = key.replace("~", "~0").replace("/", "~1")
-                stack.append((value, f"{pointer}/{escaped}", base_of(value, base, loc.draft)))
+                stack.append((value, f"{pointer}/{pointer_part(key)}", base_of(value, base, loc.draft)))
     return size, found
 
 
@@ -137,23 +133,23 @@ def _topological(edges: dict) -> tuple[list, set]:
     state: dict = {}  # 1: on the path, 2: done
     order: list = []
     cyclic: set = set()
-    for root in list(edges)[:1]:
-        stack = [(root, iter(edges[root]))]
-        state[root] = 1
-        while stack:
-            key, children = stack[-1]
-            child = next(children, None)
-            if child is None:
-                stack.pop()
-                state[key] = 2
-                order.append(key)
-                if any(c in cyclic for c in edges[key]):
-                    cyclic.add(key)
-            elif state.get(child) == 1:
-                cyclic.update(k for k, _ in stack[[k for k, _ in stack].index(child):])
-            elif child not in state:
-                state[child] = 1
-                stack.append((child, iter(edges[child])))
+    root = next(iter(edges))  # the first key scanned
+    stack = [(root, iter(edges[root]))]
+    state[root] = 1
+    while stack:
+        key, children = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            state[key] = 2
+            order.append(key)
+            if any(c in cyclic for c in edges[key]):
+                cyclic.add(key)
+        elif state.get(child) == 1:
+            cyclic.update(k for k, _ in stack[[k for k, _ in stack].index(child):])
+        elif child not in state:
+            state[child] = 1
+            stack.append((child, iter(edges[child])))
     order.reverse()
     return order, cyclic
 
