@@ -210,9 +210,10 @@ class Compiler:
         The output is one JSON value valid against the schema, written with keys in
         the schema's ``properties`` order (then any additional keys), strings as
         ``json.dumps(..., ensure_ascii=False)`` escapes them, numbers without
-        leading zeros (and without exponent where bounds or ``multipleOf`` apply, and
-        inside ``oneOf``, ``not``, ``if``/``else`` and ``contains``, which stay exact
-        that way: ARCHITECTURE.md, "Number spellings").
+        leading zeros (where bounds apply, exponents only in the form ``json.dumps``
+        writes, one nonzero digit before the point: ``1e-05``; none where
+        ``multipleOf`` applies, nor inside ``oneOf``, ``not``, ``if``/``else`` and
+        ``contains``, which stay exact that way: ARCHITECTURE.md, "Number spellings").
 
         Parameters
         ----------

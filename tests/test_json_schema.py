@@ -934,12 +934,39 @@ def test_numbers(name):
     assert_agrees(NUMBER_SCHEMAS[name], number_candidates())
 
 
-def test_bounded_numbers_have_no_exponent_and_integral_forms_are_refused_for_integers():
+def test_bounded_numbers_take_only_the_scientific_exponent_form_and_integers_are_canonical():
     number = dfa_for(NUMBER_SCHEMAS["number min/max"])
     assert number.matches(b"1.5") and number.matches(b"-1.5") and number.matches(b"2")
-    assert not number.matches(b"1e0")  # documented: bounded numbers are written without exponent
+    assert number.matches(b"1e0") and number.matches(b"-1.25E+00") and not number.matches(b"3e0")
+    # documented: one nonzero digit before the point, as json.dumps writes floats
+    assert not any(number.matches(t) for t in (b"0.1e1", b"10e-1", b"15e-1", b"0e0"))
     integer = dfa_for(NUMBER_SCHEMAS["int min/max"])
     assert not integer.matches(b"5.0")  # documented: integers canonical (jsonschema would take 5.0)
+
+
+# Bounds where json.dumps writes the values near them with an exponent (below 1e-4, from 1e16).
+SCIENTIFIC_SCHEMAS = {
+    "tiny minimum": {"type": "number", "minimum": 2.5e-05},
+    "non-negative": {"type": "number", "minimum": 0},
+    "huge exclusive maximum": {"type": "number", "exclusiveMaximum": 1e16, "minimum": -1.5e20},
+    "one decade": {"type": "number", "minimum": 1.5e-07, "exclusiveMaximum": 8e-07},
+    "negative range": {"type": "number", "minimum": -3e-06, "maximum": -2e-09},
+    "exclusive zero (draft 4)": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number",
+                                 "minimum": 0, "exclusiveMinimum": True, "maximum": 1e17},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCIENTIFIC_SCHEMAS))
+def test_bounded_numbers_written_with_an_exponent_are_exact(name):
+    """``json.dumps`` writes 1e-05 and 2.5e+16: under bounds those texts are accepted
+    exactly when jsonschema accepts the value, on both sides of every bound."""
+    schema = SCIENTIFIC_SCHEMAS[name]
+    values = [sign * mantissa * 10.0 ** power for sign in (1, -1)
+              for mantissa in (1, 1.5, 2.4999, 2.5, 2.5001, 3, 7.9999, 8, 9.75)
+              for power in (*range(-10, -4), *range(15, 22))]
+    values += [float(b) for key, b in schema.items() if key.endswith(("imum",)) and not isinstance(b, bool)]
+    assert any("e" in text_of(v) for v in values)
+    assert_agrees(schema, values)
 
 
 # -- whitespace ------------------------------------------------------------------------------------------------------

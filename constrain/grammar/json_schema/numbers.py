@@ -1,10 +1,14 @@
 """JSON numbers as regular languages: exact ranges and ``multipleOf``.
 
 Integers are written canonically (``0``, ``-?[1-9][0-9]*``: no leading zeros, no
-``-0``).  Bounded numbers have no exponent (the range check is done on the
-decimal digits, which an exponent would shift); unbounded numbers take the full
-JSON syntax.  Ranges are exact for any decimal bound: ``x >= 2.5`` is built digit
-by digit, not approximated.
+``-0``).  Bounded numbers are written plainly (``0.00001``) or in the scientific
+form ``json.dumps`` uses for floats below 1e-4 and from 1e16 (``1e-05``,
+``2.5E+16``: one nonzero digit before the point), never as ``0.1e-4`` or
+``10e-6``.  In that form the exponent alone says the magnitude, so a range is two
+regular conditions (on the exponent, then on the mantissa where the exponent
+equals the bound's); with any mantissa it would need counting.  Unbounded
+numbers take the full JSON syntax.  Ranges are exact for any decimal bound:
+``x >= 2.5`` is built digit by digit, not approximated.
 
 Inside the operands of a product (``oneOf``, ``not``, ``if``, ``contains``) numbers
 are *plain*: no exponent, no negative zero.  A value's plain texts (``2``, ``2.0``,
@@ -83,21 +87,23 @@ def _canonical_integers(low: int | None, high: int | None) -> RegexNode:
 
 def number_tree(low: Decimal | None, high: Decimal | None, low_exclusive: bool, high_exclusive: bool,
                 spelling: int = JSON_SPELLING) -> RegexNode:
-    """JSON numbers (no exponent) whose value lies in the interval; exact.  Unbounded
-    numbers take the full syntax unless plain (no exponent, no negative zero)."""
+    """JSON numbers whose value lies in the interval; exact.  Plain ones (no exponent,
+    no negative zero) are written without exponent; the others also in scientific
+    form (module docstring).  Unbounded numbers take the full syntax unless plain."""
     if low is None and high is None and spelling == JSON_SPELLING:
         return NUMBER
     if low is not None and high is not None and (low > high or (low == high and (low_exclusive or high_exclusive))):
         return NOTHING
+    scientific = spelling == JSON_SPELLING
     parts = []
     if high is None or high > 0 or (high == 0 and not high_exclusive):
         lo = low if low is not None and low >= 0 else Decimal(0)
         lo_excl = low_exclusive if low is not None and low >= 0 else False
-        parts.append(_bounded_magnitudes(lo, lo_excl, high, high_exclusive))
+        parts.append(_bounded_magnitudes(lo, lo_excl, high, high_exclusive, scientific))
     if low is None or low < 0:
         hi = -high if high is not None and high <= 0 else Decimal(0)
         hi_excl = high_exclusive if high is not None and high <= 0 else False
-        magnitudes = _bounded_magnitudes(hi, hi_excl, -low if low is not None else None, low_exclusive)
+        magnitudes = _bounded_magnitudes(hi, hi_excl, -low if low is not None else None, low_exclusive, scientific)
         if magnitudes is not NOTHING:
             positive = difference(build_byte_dfa(magnitudes), build_byte_dfa(_ZERO))
             if positive is not None:
@@ -108,13 +114,80 @@ def number_tree(low: Decimal | None, high: Decimal | None, low_exclusive: bool, 
 _ZERO = seq(lit("0"), opt(seq(lit("."), plus(lit("0")))))
 
 
-def _bounded_magnitudes(low: Decimal, low_excl: bool, high: Decimal | None, high_excl: bool) -> RegexNode:
-    """Non-negative decimals in the interval (``low >= 0``), no sign, no exponent."""
+def _bounded_magnitudes(low: Decimal, low_excl: bool, high: Decimal | None, high_excl: bool,
+                        scientific: bool = False) -> RegexNode:
+    """Non-negative decimals in the interval (``low >= 0``), no sign; no exponent
+    unless ``scientific`` (then also :func:`_scientific_magnitudes`)."""
     lower = _at_least(low, low_excl)
     if high is None:
-        return lower
-    both = intersect(build_byte_dfa(lower), build_byte_dfa(_at_most(high, high_excl)))
-    return Automaton(both) if both is not None else NOTHING
+        plain = lower
+    else:
+        both = intersect(build_byte_dfa(lower), build_byte_dfa(_at_most(high, high_excl)))
+        plain = Automaton(both) if both is not None else NOTHING
+    return alt(plain, _scientific_magnitudes(low, low_excl, high, high_excl)) if scientific else plain
+
+
+_MANTISSA = seq(NONZERO, opt(_FRACTION))
+_E = cls(("e", "e"), ("E", "E"))
+
+
+def _scientific_magnitudes(low: Decimal, low_excl: bool, high: Decimal | None, high_excl: bool) -> RegexNode:
+    """``d[.ddd]e[+-]n`` texts (``d`` nonzero, no sign) whose value lies in the interval.
+
+    The value is ``m * 10**n`` with ``1 <= m < 10``, so it is above a bound
+    ``A * 10**k`` (``1 <= A < 10``) exactly when ``n > k``, or ``n == k`` and
+    ``m >= A``: one exponent range and one mantissa range per bound.  Every such
+    text is positive, so a lower bound of 0 (exclusive or not) keeps all of them.
+    """
+    if high is not None and high <= 0:
+        return NOTHING
+    low_at = _normalized(low) if low > 0 else None
+    high_at = _normalized(high) if high is not None else None
+    if low_at and high_at and low_at[1] == high_at[1]:  # both bounds in one decade
+        both = intersect(build_byte_dfa(_mantissa_at_least(low_at[0], low_excl)),
+                         build_byte_dfa(_mantissa_at_most(high_at[0], high_excl)))
+        return NOTHING if both is None else seq(Automaton(both), _E, _exponents(low_at[1], low_at[1]))
+    parts = [seq(_MANTISSA, _E, _exponents(low_at[1] + 1 if low_at else None, high_at[1] - 1 if high_at else None))]
+    if low_at:
+        parts.append(seq(_mantissa_at_least(low_at[0], low_excl), _E, _exponents(low_at[1], low_at[1])))
+    if high_at:
+        parts.append(seq(_mantissa_at_most(high_at[0], high_excl), _E, _exponents(high_at[1], high_at[1])))
+    return alt(*parts)
+
+
+def _normalized(value: Decimal) -> tuple[Decimal, int]:
+    """``(A, k)`` with ``value == A * 10**k`` and ``1 <= A < 10`` (``value > 0``)."""
+    k = value.adjusted()
+    return value.scaleb(-k), k
+
+
+def _mantissa_at_least(value: Decimal, exclusive: bool) -> RegexNode:
+    """Mantissas ``d[.ddd]`` (``1 <= d <= 9``) that are >= (or >) ``value`` in ``[1, 10)``."""
+    whole, frac = _split(value)
+    above = [seq(cls((str(whole + 1), "9")), opt(_FRACTION))] if whole < 9 else []
+    return alt(*above, seq(lit(str(whole)), _fraction_at_least(frac, exclusive)))
+
+
+def _mantissa_at_most(value: Decimal, exclusive: bool) -> RegexNode:
+    """Mantissas ``d[.ddd]`` that are <= (or <) ``value`` in ``[1, 10)``."""
+    whole, frac = _split(value)
+    below = [seq(cls(("1", str(whole - 1))), opt(_FRACTION))] if whole > 1 else []
+    return alt(*below, seq(lit(str(whole)), _fraction_at_most(frac, exclusive)))
+
+
+def _exponents(low: int | None, high: int | None) -> RegexNode:
+    """Exponent texts ``[+-]?[0-9]+`` (leading zeros allowed: ``e-05``) whose value is
+    in ``[low, high]`` (None: unbounded); ``-0`` is zero."""
+    if low is not None and high is not None and low > high:
+        return NOTHING
+    zeros = star(lit("0"))
+    parts = []
+    if high is None or high >= 0:
+        parts.append(seq(opt(lit("+")), zeros, _naturals(max(low, 0) if low is not None else 0, high)))
+    if low is None or low <= 0:
+        bottom = -high if high is not None and high < 0 else 0
+        parts.append(seq(lit("-"), zeros, _naturals(bottom, -low if low is not None else None)))
+    return alt(*parts)
 
 
 def _split(value: Decimal) -> tuple[int, str]:
