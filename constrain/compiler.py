@@ -266,7 +266,7 @@ class Compiler:
         key = ("json_schema", text, options)
         compiled = self._memory_get(key)
         if compiled is None:
-            disk_key = content_key("json-schema-dfa-3", text, repr(options))
+            disk_key = content_key("json-schema-dfa-4", text, repr(options))
             stored = self._disk.load("dfa", disk_key)
             if stored is not None and {"trans", "accepting", "start", "notes", "counted"} <= stored.keys():
                 language = _stored_language(stored)
@@ -343,6 +343,8 @@ def _language_arrays(language) -> dict[str, np.ndarray]:
     for symbol, body in language.recursive.items():
         arrays.update(_dfa_arrays(body, f"recursive{symbol}_"))
     arrays["counted"] = np.frombuffer(json.dumps([c.to_json() for c in language.counted]).encode(), dtype=np.uint8)
+    if language.counted_symbols is not None:
+        arrays["counted_symbols"] = np.asarray(language.counted_symbols, dtype=np.int32)
     arrays["notes"] = np.frombuffer(json.dumps(language.notes).encode(), dtype=np.uint8)
     return arrays
 
@@ -360,7 +362,8 @@ def _stored_language(stored: Mapping[str, np.ndarray]):
         _stored_dfa(stored, ""), json.loads(bytes(stored["notes"]).decode()),
         _stored_dfa(stored, "callee_") if "callee_trans" in stored else None,
         tuple(CountedString.from_json(c) for c in json.loads(bytes(stored["counted"]).decode())),
-        {symbol: _stored_dfa(stored, f"recursive{symbol}_") for symbol in symbols})
+        {symbol: _stored_dfa(stored, f"recursive{symbol}_") for symbol in symbols},
+        tuple(stored["counted_symbols"].tolist()) if "counted_symbols" in stored else None)
 
 
 def _stored_dfa(stored: Mapping[str, np.ndarray], prefix: str) -> ByteDFA:

@@ -18,7 +18,8 @@ import pytest
 
 from constrain import Compiler, Matcher
 from constrain.automata.dfa_ops import difference
-from constrain.automata.pushdown import CALL, CALL_SYMBOLS, PushdownDFA, TokenPDA, expand_calls, has_calls
+from constrain.automata.pushdown import (CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, PushdownDFA, TokenPDA, expand_calls,
+                                         has_calls)
 from constrain.grammar.json_schema import UNSATISFIABLE, JsonSchemaOptions, schema_to_dfa
 from constrain.grammar.json_schema import sharing
 from constrain.grammar.json_schema.document import SchemaDocument
@@ -346,6 +347,8 @@ def test_short_counts_are_inlined_into_one_dfa():
                                       "d": {"anyOf": [{"type": "string", "maxLength": 100}, {"pattern": "^x"}]}}}
     language = schema_to_dfa(mixed)
     assert language.counted == (CountedString(0, 100), CountedString(0, 1000))
+    # The inlined count (e's) leaves its symbol unused: the others keep theirs, gap and all.
+    assert language.counted_symbols == (COUNTED_SYMBOLS[0], COUNTED_SYMBOLS[2])
     automaton, eager = language.automaton, schema_to_dfa(mixed, JsonSchemaOptions(max_any_depth=3)).dfa
     rng = random.Random(2)
     for _ in range(300):
@@ -598,6 +601,27 @@ def test_many_items_of_a_large_automaton_are_calls():
             verdicts.append(valid)
             assert automaton.matches(json.dumps(value, ensure_ascii=False).encode()) == valid, (count, last)
     assert any(verdicts) and not all(verdicts)
+
+
+def test_counted_symbols_with_a_gap_round_trip_the_disk_cache(load_tokenizer, infos, tmp_path):
+    """Counts called on symbols with a gap between them (an inlined count's) read the
+    same texts token by token after a disk-cache load as after the compile."""
+    info = infos("llama-3")
+    schema = {"type": "object", "additionalProperties": False, "required": ["b", "d"], "properties": {
+        "a": {"type": "string", "maxLength": 100}, "e": {"type": "string", "maxLength": 200},
+        "b": {"type": "string", "maxLength": 1000},
+        "d": {"anyOf": [{"type": "string", "maxLength": 100}, {"pattern": "^x"}]}}}
+    first = Compiler(info, cache_dir=tmp_path).compile_json_schema(schema)
+    second = Compiler(info, cache_dir=tmp_path).compile_json_schema(schema)
+    one, two = first.engine.automaton, second.engine.automaton
+    assert np.array_equal(one.trans, two.trans) and np.array_equal(one.call_ret, two.call_ret)
+    assert one.counted == two.counted and len(one.counted) == 2
+    for value, valid in (({"e": "z" * 200, "b": "x" * 1000, "d": "y" * 100}, True), ({"b": "x" * 1001, "d": ""}, False),
+                         ({"b": "", "d": "y" * 101}, False), ({"b": "", "d": 5}, True)):
+        tokens = load_tokenizer("llama-3").encode(json.dumps(value, ensure_ascii=False), add_special_tokens=False)
+        for compiled in (first, second):
+            matcher = Matcher(compiled)
+            assert (all(matcher.accept_token(t) for t in tokens) and matcher.is_accepting()) == valid, value
 
 
 def test_recursive_callees_round_trip_the_disk_cache(infos, tmp_path):

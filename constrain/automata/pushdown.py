@@ -246,7 +246,8 @@ class PushdownDFA:
     any-value callee's (:data:`CALL`; its own calls recurse into itself), then the
     recursive callees' (``recursive[symbol]``, on counted symbols the counted callees
     leave; any automaton may call them, themselves included), then each counted
-    callee's (symbol ``COUNTED_SYMBOLS[j]`` calls ``counted[j]``).  A
+    callee's (symbol ``counted_symbols[j]``, by default ``COUNTED_SYMBOLS[j]``, calls
+    ``counted[j]``).  A
     configuration is a tuple ``(return states..., current state)``; a state of
     this automaton is a sorted tuple of the configurations the text so far can be
     in (several when it is ambiguous).  A text is complete when some configuration
@@ -256,18 +257,22 @@ class PushdownDFA:
     """
 
     def __init__(self, dfa: ByteDFA, callee: ByteDFA | None, counted: Sequence[CountedCallee] = (),
-                 recursive: Mapping[int, ByteDFA] | None = None) -> None:
+                 recursive: Mapping[int, ByteDFA] | None = None, counted_symbols: Sequence[int] | None = None) -> None:
         recursive = dict(recursive or {})
         if len(counted) > len(COUNTED_SYMBOLS):
             raise ValueError(f"at most {len(COUNTED_SYMBOLS)} counted callees, got {len(counted)}")
-        clashing = [hex(s) for s in recursive if s not in COUNTED_SYMBOLS[len(counted):]]
+        counted_symbols = tuple(COUNTED_SYMBOLS[:len(counted)] if counted_symbols is None else counted_symbols)
+        if len(counted_symbols) != len(counted) or len(set(counted_symbols)) != len(counted) \
+                or not set(counted_symbols) <= set(COUNTED_SYMBOLS):
+            raise ValueError(f"each counted callee needs its own counted symbol, got {[hex(s) for s in counted_symbols]}")
+        clashing = [hex(s) for s in recursive if s not in COUNTED_SYMBOLS or s in counted_symbols]
         if clashing:
             raise ValueError(f"recursive callees need counted symbols the counted ones leave: {', '.join(clashing)}")
         self.dfa = dfa
         self.callee = callee
         self.counted = tuple(counted)
         self.recursive = recursive
-        symbols = ([CALL] if callee is not None else []) + list(recursive) + list(COUNTED_SYMBOLS[:len(counted)])
+        symbols = ([CALL] if callee is not None else []) + list(recursive) + list(counted_symbols)
         blocks = [dfa] + ([callee] if callee is not None else []) + list(recursive.values()) + [c.dfa for c in counted]
         offsets = np.cumsum([0] + [b.num_states for b in blocks]).tolist()
         table = _stacked(blocks, offsets)
