@@ -275,6 +275,13 @@ ARRAY_SCHEMAS = {
     "min/maxContains": {"type": "array", "items": {"type": "integer"}, "contains": {"const": 1},
                         "minContains": 2, "maxContains": 3},
     "maxContains only": {"type": "array", "contains": {"type": "string"}, "maxContains": 1, "maxItems": 4},
+    "uniqueItems over an enum": {"type": "array", "items": {"enum": [1, 5, "s", True, None]}, "uniqueItems": True},
+    "uniqueItems over booleans": {"type": "array", "items": {"type": "boolean"}, "uniqueItems": True, "minItems": 1},
+    "uniqueItems with maxItems 1": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "maxItems": 1},
+    "uniqueItems with prefixItems": {"type": "array", "prefixItems": [{"type": "boolean"}, {"enum": [1, True, "s"]}],
+                                    "items": {"enum": [None, 5, False]}, "uniqueItems": True},
+    "uniqueItems, prefixItems, items false": {"type": "array", "prefixItems": [{"type": "boolean"}, {"type": "boolean"}],
+                                              "items": False, "uniqueItems": True},
 }
 ARRAY_VALUES = [0, 1, 5, 9, -3, "s", "", True, False, None, 1.5, [2], {"a": 1}]
 
@@ -289,6 +296,28 @@ def array_candidates(count=150, max_len=5):
 @pytest.mark.parametrize("name", sorted(ARRAY_SCHEMAS))
 def test_array_keywords(name):
     assert_agrees(ARRAY_SCHEMAS[name], array_candidates() + [{}, 1, "x"])
+
+
+@pytest.mark.parametrize("whitespace", ["flexible", "canonical", "compact"])
+def test_unique_items_over_few_values_is_exact_for_every_array(whitespace):
+    """Every array of up to four items drawn from the values (and one outside them):
+    distinct ones in the enum are accepted, repeats refused, 1 and 1.0 one value.
+    (Flexible whitespace spells ``[2]`` in too many ways to enumerate: scalars only there.)"""
+    enum = [1, "a", True, None, "b"] + ([] if whitespace == "flexible" else [[2]])
+    schema = {"type": "array", "items": {"enum": enum}, "uniqueItems": True, "minItems": 1}
+    dfa = dfa_for(schema, whitespace=whitespace)
+    separators = (",", ":") if whitespace == "compact" else (", ", ": ")
+    values = enum + [0]
+    verdicts = {True: 0, False: 0}
+    for n in range(5):
+        for items in itertools.product(values, repeat=n):
+            want = is_valid(schema, list(items))
+            verdicts[want] += 1
+            assert dfa.matches(json.dumps(list(items), separators=separators).encode()) == want, items
+    assert verdicts[True] > 200 and verdicts[False] > 300
+    for equal in ([1, 1.0], [1.0, 1]):  # equal values, as uniqueItems compares them
+        assert not dfa.matches(json.dumps(equal, separators=separators).encode())
+    assert dfa.matches(json.dumps([True, 1], separators=separators).encode())  # true is not 1
 
 
 # -- enum, const, combinators ----------------------------------------------------------------------------------------
@@ -1082,6 +1111,7 @@ MASK_SCHEMAS = {
     "oneOf": {"oneOf": [{"type": "integer", "minimum": 0, "maximum": 12}, {"type": "integer", "multipleOf": 2},
                         {"enum": ["a", "ab", None]}], "minimum": -4, "maximum": 30},
     "array": {"type": "array", "items": {"enum": ["a", "b", None, True]}, "maxItems": 2, "contains": {"const": "b"}},
+    "unique array": {"type": "array", "items": {"enum": ["a", "b", None, True]}, "uniqueItems": True, "maxItems": 3},
 }
 
 
@@ -1138,6 +1168,10 @@ def test_masks_match_enumerating_oracle(infos, name, tokenizer_name, whitespace)
     ({"properties": {"a": {"$ref": "other.json#/x"}}}, "#/properties/a", "other.json"),
     ({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}, "#/$defs/", "refers back"),
     ({"type": "array", "uniqueItems": True}, "#/uniqueItems", "uniqueItems"),
+    ({"type": "array", "items": {"enum": list(range(9))}, "uniqueItems": True}, "#/uniqueItems", "at most 8 values"),
+    ({"type": "array", "contains": {"const": 1}, "items": {"enum": [1, 2]}, "uniqueItems": True}, "#/uniqueItems",
+     "no contains"),
+    ({"type": "array", "items": {"enum": [[1], {"a": 2}]}, "uniqueItems": True}, "#/uniqueItems", "few spellings"),
     ({"type": "object", "properties": {"o": {"allOf": [{"unevaluatedProperties": False}]}}},
      "#/properties/o/allOf/0/unevaluatedProperties", "unevaluatedProperties"),
     ({"type": "string", "pattern": "a(b"}, "#/pattern", "a(b"),

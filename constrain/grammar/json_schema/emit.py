@@ -58,6 +58,10 @@ RESERVED_SYMBOLS = 2
 #: Array items are a callee from this maxItems on, when the copies would pass ITEMS_CALL_STATES.
 ITEMS_CALL_MIN = 16
 ITEMS_CALL_STATES = 20_000
+#: uniqueItems is exact over items of at most this many distinct values (the set written is the state: 2**k).
+MAX_DISTINCT_VALUES = 8
+#: ... spelled in at most this many texts in all (a value may have several spellings).
+MAX_DISTINCT_TEXTS = 64
 
 
 @dataclass(frozen=True)
@@ -704,14 +708,19 @@ class SchemaEmitter:
         return names if names is not None else _NO_NAMES
 
     def _array_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
-        if spec.unique_items is not None:
-            self._unenforced(spec.unique_items, "uniqueItems", "no regular language keeps items distinct")
         rest_locs = spec.rest_items
         if spec.unevaluated_items and not spec.rest_items:
             if spec.contains:
                 self._unenforced(spec.unevaluated_items[0], "unevaluatedItems", "items evaluated by contains vary")
             else:
                 rest_locs = list(spec.unevaluated_items)  # items past every prefix are the unevaluated ones
+        if spec.unique_items is not None and (spec.max_items is None or spec.max_items > 1):
+            distinct = self._distinct_items_tree(spec, rest_locs, chain)
+            if distinct is not None:
+                return distinct
+            self._unenforced(spec.unique_items, "uniqueItems", "no regular language keeps items distinct, unless "
+                             f"they take at most {MAX_DISTINCT_VALUES} values, each in a few spellings, and there "
+                             "is no contains")
         if spec.contains:
             if len(spec.contains) > 1:
                 self._unenforced(spec.contains[1][0], "contains", "only one contains per array is supported")
@@ -721,6 +730,35 @@ class SchemaEmitter:
             prefix = [self.value_of(locs, chain, slots) for locs in spec.prefix_items]
             rest, contains = self._repeated_items(rest_locs, chain, slots, spec.max_items), None
         graph = _items_graph(prefix, rest, spec.min_items, spec.max_items, contains, self.layout)
+        if graph is NOTHING:
+            return NOTHING
+        return seq(self.layout.opening("["), graph, self.layout.closing("]"))
+
+    def _distinct_items_tree(self, spec: Spec, rest_locs: list[Loc], chain: tuple[str, ...]) -> RegexNode | None:
+        """An array under ``uniqueItems`` whose items take few values (enums, booleans):
+        exact, since the set of values written so far is a finite state.
+
+        None where that does not hold: ``contains`` (its count is a second state), or
+        items with more than :data:`MAX_DISTINCT_VALUES` values in all, or spelled in
+        more than :data:`MAX_DISTINCT_TEXTS` ways, which no regular language keeps
+        distinct.
+        """
+        if spec.contains:
+            return None
+        slots = spec.slots.items or NO_SLOTS
+        trees = [self.value_of(locs, chain, slots) for locs in spec.prefix_items] + [self.value_of(rest_locs, chain, slots)]
+        positions = []
+        for tree in trees:
+            texts = [] if tree is NOTHING else _finite_texts(self._dfa(tree), MAX_DISTINCT_TEXTS)
+            if texts is None:
+                return None
+            by_value: dict[str, list[str]] = {}
+            for text in texts:
+                by_value.setdefault(_value_key(text), []).append(text.decode())
+            positions.append({key: alt(*map(lit, spellings)) for key, spellings in by_value.items()})
+        if len(set().union(*positions)) > MAX_DISTINCT_VALUES:
+            return None
+        graph = _distinct_items_graph(positions, spec.min_items, spec.max_items, self.layout)
         if graph is NOTHING:
             return NOTHING
         return seq(self.layout.opening("["), graph, self.layout.closing("]"))
@@ -1083,6 +1121,81 @@ def _any_order_graph(members, extras, min_props: int, max_props: int | None, lay
                 queue.append(target)
     return builder.graph(start, lambda key: required <= key[1] and key[2] >= min_props
                          and (max_props is None or key[2] <= max_props))
+
+
+def _distinct_items_graph(positions: list[dict[str, RegexNode]], min_items: int, max_items: int | None,
+                          layout: Layout) -> RegexNode:
+    """Items each of a different value.  ``positions[i]`` spells, by value key, the
+    values item i may take (the last entry: every later item).  A state is the set of
+    values written, whose size is also the item count, hence the position."""
+    builder = _GraphBuilder(layout.comma())
+    node_ids: dict[tuple[int, str], int] = {}
+    start = ("at", frozenset())
+    builder.state(start)
+    seen = {start}
+    queue = [start]
+    while queue:
+        key = queue.pop()
+        used = key[1]
+        if max_items is not None and len(used) >= max_items:
+            continue
+        slot = min(len(used), len(positions) - 1)
+        for value_key, value in positions[slot].items():
+            if value_key in used:
+                continue
+            target = ("at", used | {value_key})
+            node_id = node_ids.setdefault((slot, value_key), len(node_ids))
+            builder.member(key, not used, target, value, node_id)
+            if target not in seen:
+                seen.add(target)
+                queue.append(target)
+    return builder.graph(start, lambda key: min_items <= len(key[1]) and (max_items is None or len(key[1]) <= max_items))
+
+
+def _finite_texts(dfa: ByteDFA, limit: int) -> list[bytes] | None:
+    """Every text ``dfa`` accepts, or None when there are more than ``limit`` of them
+    (infinitely many included) or it calls a callee.
+
+    Walks the paths from the start.  Every state of a built DFA is live, so each path
+    waiting on the stack ends in a text of its own: the walk stops as soon as the
+    texts found and the paths waiting pass ``limit``.  A path that meets its own
+    state again is a loop (a DFA with a dead state only stops early: None).
+    """
+    if has_calls(dfa):
+        return None
+    moves = {}
+    texts: list[bytes] = []
+    stack = [(dfa.start, b"", (dfa.start,))]
+    while stack:
+        state, text, path = stack.pop()
+        if dfa.accepting[state]:
+            texts.append(text)
+        if state not in moves:
+            row = dfa.trans[state]
+            moves[state] = [(byte, int(row[byte])) for byte in np.flatnonzero(row >= 0).tolist()]
+        for byte, target in moves[state]:
+            if target in path:
+                return None
+            stack.append((target, text + bytes((byte,)), path + (target,)))
+        if len(texts) + len(stack) > limit:  # each path on the stack ends in a text of its own
+            return None
+    return sorted(texts)
+
+
+def _value_key(text: bytes) -> str:
+    """The same key for texts that are equal as JSON values (``1`` and ``1.0`` are, as
+    uniqueItems compares them; ``true`` and ``1`` are not)."""
+    return _canonical_value(json.loads(text, parse_float=Decimal, parse_int=Decimal))
+
+
+def _canonical_value(value: Any) -> str:
+    if isinstance(value, Decimal):
+        return "0" if value == 0 else str(value.normalize())
+    if isinstance(value, list):
+        return "[" + ",".join(map(_canonical_value, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(json.dumps(k) + ":" + _canonical_value(v) for k, v in sorted(value.items())) + "}"
+    return json.dumps(value)
 
 
 def _items_graph(prefix, rest, min_items: int, max_items: int | None, contains, layout: Layout) -> RegexNode:
