@@ -238,7 +238,10 @@ class Compiler:
             How many times a recursive ``$ref`` is unrolled on one path where it
             cannot be a call into its own callee (inside ``not``/``oneOf``/``if``/
             ``contains`` operands, and with an integer ``max_any_depth``);
-            elsewhere recursion is exact at any depth.
+            elsewhere recursion is exact at any depth.  Where the cut would
+            let values through (a ``not``, the ``if`` before an ``else``, or a
+            ``oneOf`` branch, whose language is taken away), strict mode raises
+            :class:`~constrain.errors.SchemaError` instead.
         max_any_depth:
             ``None`` (default): free-form values (``{}``, ``true``,
             ``additionalProperties: true``) nest without bound, through a call into

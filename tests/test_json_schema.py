@@ -1171,6 +1171,13 @@ def test_masks_match_enumerating_oracle(infos, name, tokenizer_name, whitespace)
     ({"type": "array", "items": {"enum": list(range(9))}, "uniqueItems": True}, "#/uniqueItems", "at most 8 values"),
     ({"type": "array", "contains": {"const": 1}, "items": {"enum": [1, 2]}, "uniqueItems": True}, "#/uniqueItems",
      "no contains"),
+    # A recursive definition taken away by not/oneOf/if is cut at max_recursion: the deeper values would get through.
+    ({"$defs": {"n": {"type": "object", "properties": {"k": {"$ref": "#/$defs/n"}}, "additionalProperties": False}},
+      "properties": {"x": {"not": {"$ref": "#/$defs/n"}}}}, "#/properties/x/not", "max_recursion=3"),
+    ({"$defs": {"n": {"type": "object", "properties": {"k": {"$ref": "#/$defs/n"}}, "additionalProperties": False}},
+      "oneOf": [{"$ref": "#/$defs/n"}, {"type": "object"}]}, "#/oneOf", "oneOf cannot be enforced exactly"),
+    ({"$defs": {"n": {"type": "object", "properties": {"k": {"$ref": "#/$defs/n"}}, "additionalProperties": False}},
+      "if": {"$ref": "#/$defs/n"}, "then": {"required": ["k"]}}, "#/if", "if cannot be enforced exactly"),
     ({"type": "array", "items": {"enum": [[1], {"a": 2}]}, "uniqueItems": True}, "#/uniqueItems", "few spellings"),
     ({"type": "object", "properties": {"o": {"allOf": [{"unevaluatedProperties": False}]}}},
      "#/properties/o/allOf/0/unevaluatedProperties", "unevaluatedProperties"),
@@ -1227,6 +1234,16 @@ def test_unevaluated_properties_see_the_schema_and_its_expanded_branches():
 def test_malformed_schema_documents(bad):
     with pytest.raises(SchemaError):
         schema_to_dfa(bad)
+
+
+def test_a_recursion_cut_in_a_language_taken_away_is_a_note_when_not_strict():
+    schema = {"$defs": {"n": {"type": "object", "properties": {"k": {"$ref": "#/$defs/n"}}, "additionalProperties": False}},
+              "properties": {"x": {"not": {"$ref": "#/$defs/n"}}}}
+    notes = schema_to_dfa(schema, JsonSchemaOptions(strict=False)).notes
+    assert any(n.startswith("/properties/x/not: not not enforced") and "max_recursion=3" in n for n in notes), notes
+    # Recursion outside what a product takes away is a call, exact at any depth: no note.
+    apart = {"$defs": schema["$defs"], "properties": {"x": {"$ref": "#/$defs/n"}, "y": {"not": {"type": "string"}}}}
+    assert not schema_to_dfa(apart).notes
 
 
 def test_non_strict_lists_unsupported_keywords_and_unknown_formats_are_notes():

@@ -123,6 +123,8 @@ class SchemaEmitter:
         # Counts integer trees and numeric literals built at EVERY_PLAIN: where an operand
         # taken away (EVERY_PLAIN) and the same operand kept (PLAIN) could differ.
         self.spelling_sensitive = 0
+        #: Records made impossible only by the recursion bound (see _taken_away).
+        self.depth_cuts = 0
         # (pointer, states) of the string and recursion automata built: what grew, when the whole is too large.
         self.sizes: list[tuple[str, int]] = []
         # The strings that are counted callees: COUNTED_SYMBOLS[j] calls entry j.
@@ -382,6 +384,7 @@ class SchemaEmitter:
 
     def _spec_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         if spec.impossible:
+            self.depth_cuts += spec.depth_limited
             return NOTHING
         self._check_unsupported(spec)
         if spec.enums:
@@ -399,7 +402,7 @@ class SchemaEmitter:
             base, negated = base.without(slots=slots), negated.without(slots=slots)
             with self.numbers_spelled(PLAIN):
                 kept = self.spec_tree(base, chain)
-            return self._minus(kept, self._condition_tree(negated, negated_chain))
+            return self._minus(kept, self._condition_tree(negated, negated_chain, spec.nots[0], "not"))
         if spec.conditionals:
             return self._conditional(spec, chain)
         if spec.dependencies:
@@ -456,15 +459,15 @@ class SchemaEmitter:
         slots = shared_slots(self.doc, rest, [branch for branch, _ in merged])
         branches = [(branch.without(slots=slots), branch_chain) for branch, branch_chain in merged]
         if unevaluated:
-            return self._one_of_unevaluated(branches)
-        operands = [self._kept_and_removed(branch, branch_chain) for branch, branch_chain in branches]
+            return self._one_of_unevaluated(branches, group)
+        operands = [self._kept_and_removed(branch, branch_chain, group) for branch, branch_chain in branches]
         return _exactly_one([kept for kept, _ in operands], [removed for _, removed in operands])
 
-    def _kept_and_removed(self, spec: Spec, chain: tuple[str, ...]) -> tuple[ByteDFA | None, ByteDFA | None]:
+    def _kept_and_removed(self, spec: Spec, chain: tuple[str, ...], group: Loc) -> tuple[ByteDFA | None, ByteDFA | None]:
         """A product operand both kept and taken away (a oneOf branch): its automaton with
         plain numbers and with every plain spelling, built once where they cannot differ."""
         sensitive_before = self.spelling_sensitive
-        with self.numbers_spelled(EVERY_PLAIN):
+        with self.numbers_spelled(EVERY_PLAIN), self._taken_away(group, "oneOf"):
             removed = self._plain(self._dfa(self.spec_tree(spec, chain)))
         if self.spelling == EVERY_PLAIN or self.spelling_sensitive == sensitive_before:
             return removed, removed
@@ -475,8 +478,8 @@ class SchemaEmitter:
         """Whether no value meets both records, judged from what surely holds (conservative):
         their types and enums, and (for objects) a member one requires whose values the
         other's schema for that member excludes, ``depth`` levels down."""
-        if a.impossible or b.impossible:
-            return True
+        if a.impossible or b.impossible:  # a record cut by the recursion bound is not judged here
+            return not (a.depth_limited or b.depth_limited)
         if not _possible_types(a) & _possible_types(b):
             return True
         keys_a, keys_b = _enum_keys(a), _enum_keys(b)
@@ -500,7 +503,7 @@ class SchemaEmitter:
             spec = walk.absorb(spec, loc, frozenset())
         return spec
 
-    def _one_of_unevaluated(self, branches) -> RegexNode:
+    def _one_of_unevaluated(self, branches, group: Loc) -> RegexNode:
         """oneOf under unevaluated*: branch i with it, minus the other branches judged without it."""
         out = []
         for index, (branch, branch_chain) in enumerate(branches):
@@ -508,7 +511,7 @@ class SchemaEmitter:
                 tree = self.spec_tree(branch, branch_chain)
             for other, (spec, other_chain) in enumerate(branches):
                 if other != index and tree is not NOTHING:
-                    tree = self._minus(tree, self._condition_tree(spec, other_chain))
+                    tree = self._minus(tree, self._condition_tree(spec, other_chain, group, "oneOf"))
             out.append(tree)
         return alt(*out)
 
@@ -520,13 +523,29 @@ class SchemaEmitter:
         then_tree = self._merged_tree(if_spec, loc.child("then"), if_chain) if "then" in loc.node else self.spec_tree(if_spec, if_chain)
         with self.numbers_spelled(PLAIN):
             else_tree = self._merged_tree(base, loc.child("else"), chain) if "else" in loc.node else self.spec_tree(base, chain)
-        return alt(then_tree, self._minus(else_tree, self._condition_tree(if_spec, if_chain)))
+        return alt(then_tree, self._minus(else_tree, self._condition_tree(if_spec, if_chain, loc.child("if"), "if")))
 
-    def _condition_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
+    def _condition_tree(self, spec: Spec, chain: tuple[str, ...], at: Loc, keyword: str) -> RegexNode:
         """The language taken away by ``not``, ``if`` or another ``oneOf`` branch: the record
         as a condition (its unevaluated* belong to the parent), every plain number spelling."""
-        with self.numbers_spelled(EVERY_PLAIN):
+        with self.numbers_spelled(EVERY_PLAIN), self._taken_away(at, keyword):
             return self.spec_tree(_without_unevaluated(spec), chain)
+
+    @contextmanager
+    def _taken_away(self, at: Loc, keyword: str) -> Iterator[None]:
+        """Refuse (or note, when not strict) a language taken away whose recursion was cut.
+
+        Inside a product's operands a recursive definition is unrolled ``max_recursion``
+        times and is impossible below that.  Where the operand is kept, that only
+        refuses values nested deeper.  Where the operand is taken away (the ``not``, the
+        ``if`` before ``else``, the other ``oneOf`` branches), it takes away too little,
+        so values it should have refused would get through.
+        """
+        before = self.depth_cuts
+        yield
+        if self.depth_cuts != before:
+            self._not_exact(at.pointer or "#", keyword, f"a recursive definition inside it is unrolled to max_recursion="
+                            f"{self.max_recursion} levels, and the deeper values it takes away would get through")
 
     def _dependency(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         """``key`` absent, or present together with what it requires (two disjoint cases)."""
@@ -865,7 +884,10 @@ class SchemaEmitter:
             self._unenforced(loc, keyword, why)
 
     def _unenforced(self, loc: Loc, keyword: str, why: str) -> None:
-        where = (loc.pointer or "#") + "/" + keyword
+        self._not_exact((loc.pointer or "#") + "/" + keyword, keyword, why)
+
+    def _not_exact(self, where: str, keyword: str, why: str) -> None:
+        """Raise in strict mode; otherwise note that ``keyword`` at ``where`` is over-approximated."""
         if self.strict:
             raise SchemaError(f"{keyword} cannot be enforced exactly ({why}); pass strict=False to relax it", where)
         note = f"{where}: {keyword} not enforced ({why})"
