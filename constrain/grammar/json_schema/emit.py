@@ -778,9 +778,7 @@ class SchemaEmitter:
         if len(set().union(*positions)) > MAX_DISTINCT_VALUES:
             return None
         graph = _distinct_items_graph(positions, spec.min_items, spec.max_items, self.layout)
-        if graph is NOTHING:
-            return NOTHING
-        return seq(self.layout.opening("["), graph, self.layout.closing("]"))
+        return seq(self.layout.opening("["), graph, self.layout.closing("]"))  # NOTHING when no array fits
 
     def _repeated_items(self, locs: list[Loc], chain: tuple[str, ...], slots: Slots, max_items: int | None) -> RegexNode:
         """The value of an array's rest items: a callee when ``maxItems`` would copy a large
@@ -969,6 +967,24 @@ class _GraphBuilder:
             self.member_edges.add(edge)
             self.edges.append((mid, node, self.state(target)))
 
+    def explore(self, start: tuple, moves, is_empty) -> None:
+        """Every state reachable from ``start``, with its member edges.
+
+        ``moves(key)`` yields ``(target, node, node_id)`` for each member that can be
+        written at state ``key`` (none where a bound stops the count).  ``is_empty(key)``
+        says whether nothing was written yet there: that member takes no separator.
+        """
+        self.state(start)
+        seen = {start}
+        queue = [start]
+        while queue:
+            key = queue.pop()
+            for target, node, node_id in moves(key):
+                self.member(key, is_empty(key), target, node, node_id)
+                if target not in seen:
+                    seen.add(target)
+                    queue.append(target)
+
     def skip(self, source: tuple, target: tuple) -> None:
         self.edges.append((self.state(source), EMPTY, self.state(target)))
 
@@ -1123,24 +1139,19 @@ def _any_order_graph(members, extras, min_props: int, max_props: int | None, lay
     required = frozenset(i for i, member in enumerate(members) if member[2])
     builder = _GraphBuilder(layout.comma())
     start = ("at", frozenset(), 0)
-    builder.state(start)
-    seen = {start}
-    queue = [start]
-    while queue:
-        key = queue.pop()
+
+    def moves(key):
         _, used, count = key
         if max_props is not None and count >= max_props:
-            continue
+            return
         target_count = min(count + 1, cap)
-        moves = [(i, seq(lit(members[i][0]), layout.colon(), members[i][1]), used | {i})
-                 for i in range(len(members)) if i not in used]
-        moves += [(len(members) + k, seq(keys, layout.colon(), value), used) for k, (keys, value) in enumerate(extras)]
-        for node_id, member, after in moves:
-            target = ("at", after, target_count)
-            builder.member(key, count == 0, target, member, node_id)
-            if target not in seen:
-                seen.add(target)
-                queue.append(target)
+        for i in range(len(members)):
+            if i not in used:
+                yield ("at", used | {i}, target_count), seq(lit(members[i][0]), layout.colon(), members[i][1]), i
+        for k, (keys, value) in enumerate(extras):
+            yield ("at", used, target_count), seq(keys, layout.colon(), value), len(members) + k
+
+    builder.explore(start, moves, lambda key: key[2] == 0)
     return builder.graph(start, lambda key: required <= key[1] and key[2] >= min_props
                          and (max_props is None or key[2] <= max_props))
 
@@ -1153,24 +1164,17 @@ def _distinct_items_graph(positions: list[dict[str, RegexNode]], min_items: int,
     builder = _GraphBuilder(layout.comma())
     node_ids: dict[tuple[int, str], int] = {}
     start = ("at", frozenset())
-    builder.state(start)
-    seen = {start}
-    queue = [start]
-    while queue:
-        key = queue.pop()
+
+    def moves(key):
         used = key[1]
         if max_items is not None and len(used) >= max_items:
-            continue
+            return
         slot = min(len(used), len(positions) - 1)
         for value_key, value in positions[slot].items():
-            if value_key in used:
-                continue
-            target = ("at", used | {value_key})
-            node_id = node_ids.setdefault((slot, value_key), len(node_ids))
-            builder.member(key, not used, target, value, node_id)
-            if target not in seen:
-                seen.add(target)
-                queue.append(target)
+            if value_key not in used:
+                yield ("at", used | {value_key}), value, node_ids.setdefault((slot, value_key), len(node_ids))
+
+    builder.explore(start, moves, lambda key: not key[1])
     return builder.graph(start, lambda key: min_items <= len(key[1]) and (max_items is None or len(key[1]) <= max_items))
 
 
@@ -1211,6 +1215,11 @@ def _value_key(text: bytes) -> str:
 
 
 def _canonical_value(value: Any) -> str:
+    """:func:`_json_key` for values parsed with Decimal numbers, every zero one value.
+
+    Not :func:`_json_key` itself: that keeps ``-0.0`` apart from ``0`` (so an enum keeps
+    both spellings), while uniqueItems must count them as one value; and texts parse
+    to Decimals here, so no spelling is rounded through a float."""
     if isinstance(value, Decimal):
         return "0" if value == 0 else str(value.normalize())
     if isinstance(value, list):
@@ -1244,19 +1253,14 @@ def _items_graph(prefix, rest, min_items: int, max_items: int | None, contains, 
                 pieces_memo[slot] = [(Automaton(d), inc) for d, inc in ((hit, 1), (miss, 0)) if d is not None]
         return pieces_memo[slot]
 
-    builder.state(("at", 0, 0))
-    seen = {(0, 0)}
-    queue = [(0, 0)]
-    while queue:
-        count, matched = queue.pop()
+    def moves(key):
+        _, count, matched = key
         if max_items is not None and count >= max_items:
-            continue
+            return
         for k, (piece, inc) in enumerate(pieces(count)):
-            nxt = (min(count + 1, cap), min(matched + inc, c_cap))
-            builder.member(("at", count, matched), count == 0, ("at",) + nxt, piece, min(count, positions) * 2 + k)
-            if nxt not in seen:
-                seen.add(nxt)
-                queue.append(nxt)
+            yield ("at", min(count + 1, cap), min(matched + inc, c_cap)), piece, min(count, positions) * 2 + k
+
+    builder.explore(("at", 0, 0), moves, lambda key: key[1] == 0)
     return builder.graph(("at", 0, 0), lambda key: key[1] >= min_items and (max_items is None or key[1] <= max_items)
                          and key[2] >= low_c and (high_c is None or key[2] <= high_c))
 
