@@ -320,6 +320,24 @@ def test_unique_items_over_few_values_is_exact_for_every_array(whitespace):
     assert dfa.matches(json.dumps([True, 1], separators=separators).encode())  # true is not 1
 
 
+def test_unique_items_counts_every_zero_as_one_value():
+    schema = {"type": "array", "items": {"enum": [0, -0.0, 1]}, "uniqueItems": True}
+    dfa = dfa_for(schema, whitespace="compact")
+    for items in ([0, -0.0], [-0.0, 0], [0, 1], [-0.0, 1], [1, 1]):
+        text = json.dumps(items, separators=(",", ":")).encode()
+        assert dfa.matches(text) == is_valid(schema, items), items
+    assert not is_valid(schema, [0, -0.0])
+
+
+def test_one_of_branches_whose_enums_share_a_zero_are_not_disjoint():
+    """``0`` and ``-0.0`` are one JSON value: it meets both branches, so oneOf refuses it."""
+    schema = {"oneOf": [{"const": 0}, {"const": -0.0}]}
+    dfa = dfa_for(schema, whitespace="compact")
+    for text in ("0", "-0.0", "0.0"):
+        assert not is_valid(schema, json.loads(text))
+        assert not dfa.matches(text.encode()), text
+
+
 # -- enum, const, combinators ----------------------------------------------------------------------------------------
 
 COMBINATOR_SCHEMAS = {

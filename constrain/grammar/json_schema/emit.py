@@ -1209,24 +1209,9 @@ def _finite_texts(dfa: ByteDFA, limit: int) -> list[bytes] | None:
 
 
 def _value_key(text: bytes) -> str:
-    """The same key for texts that are equal as JSON values (``1`` and ``1.0`` are, as
-    uniqueItems compares them; ``true`` and ``1`` are not)."""
-    return _canonical_value(json.loads(text, parse_float=Decimal, parse_int=Decimal))
-
-
-def _canonical_value(value: Any) -> str:
-    """:func:`_json_key` for values parsed with Decimal numbers, every zero one value.
-
-    Not :func:`_json_key` itself: that keeps ``-0.0`` apart from ``0`` (so an enum keeps
-    both spellings), while uniqueItems must count them as one value; and texts parse
-    to Decimals here, so no spelling is rounded through a float."""
-    if isinstance(value, Decimal):
-        return "0" if value == 0 else str(value.normalize())
-    if isinstance(value, list):
-        return "[" + ",".join(map(_canonical_value, value)) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(json.dumps(k) + ":" + _canonical_value(v) for k, v in sorted(value.items())) + "}"
-    return json.dumps(value)
+    """The same key for texts that are equal as JSON values, as uniqueItems compares
+    them: ``1`` and ``1.0`` are one value, ``-0.0`` and ``0`` too, ``true`` and ``1`` two."""
+    return _json_key(json.loads(text), signed_zero=False)
 
 
 def _items_graph(prefix, rest, min_items: int, max_items: int | None, contains, layout: Layout) -> RegexNode:
@@ -1354,8 +1339,8 @@ def _enum_keys(spec: Spec) -> set[str] | None:
     a shared base, narrowed per variant by ``"pattern": "compound"``, is a common tag)."""
     if not spec.enums:
         return None
-    keys = set.intersection(*({_json_key(v) for v in values} for values in spec.enums))
-    return {_json_key(v) for v in spec.enums[0] if _json_key(v) in keys and _matches_patterns(v, spec)}
+    keys = set.intersection(*({_json_key(v, False) for v in values} for values in spec.enums))
+    return {_json_key(v, False) for v in spec.enums[0] if _json_key(v, False) in keys and _matches_patterns(v, spec)}
 
 
 def _matches_patterns(value: Any, spec: Spec) -> bool:
@@ -1398,16 +1383,22 @@ def _int_high(bound) -> int | None:
     return high - 1 if exclusive and high == value else high
 
 
-def _json_key(value: Any) -> str:
-    """Equality of JSON values as JSON Schema defines it (1 == 1.0, true != 1)."""
+def _json_key(value: Any, signed_zero: bool = True) -> str:
+    """Equality of JSON values as JSON Schema defines it (1 == 1.0, true != 1).
+
+    ``signed_zero`` keeps ``-0.0`` apart from ``0``, which JSON Schema counts equal: an
+    enum listing both keeps both spellings that way.  Judging whether two values are
+    one (uniqueItems, disjoint branches) passes False."""
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
     if isinstance(value, (int, float)):
+        if value == 0 and not signed_zero:
+            return "n:0"
         return "n:" + str(Decimal(repr(value)).normalize()) if isinstance(value, float) else "n:" + str(Decimal(value).normalize())
     if isinstance(value, list):
-        return "[" + ",".join(_json_key(v) for v in value) + "]"
+        return "[" + ",".join(_json_key(v, signed_zero) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ",".join(json.dumps(k) + ":" + _json_key(v) for k, v in sorted(value.items())) + "}"
+        return "{" + ",".join(json.dumps(k) + ":" + _json_key(v, signed_zero) for k, v in sorted(value.items())) + "}"
     return json.dumps(value)
 
 
