@@ -238,10 +238,10 @@ class Compiler:
             How many times a recursive ``$ref`` is unrolled on one path where it
             cannot be a call into its own callee (inside ``not``/``oneOf``/``if``/
             ``contains`` operands, and with an integer ``max_any_depth``);
-            elsewhere recursion is exact at any depth.  Where the cut would
-            let values through (a ``not``, the ``if`` before an ``else``, or a
-            ``oneOf`` branch, whose language is taken away), strict mode raises
-            :class:`~constrain.errors.SchemaError` instead.
+            elsewhere recursion is exact at any depth.  The cut refuses deeper
+            values, never lets an invalid one through: where the language is
+            taken away (a ``not``, the ``if`` before an ``else``, the other
+            ``oneOf`` branches) it takes every deeper value away instead.
         max_any_depth:
             ``None`` (default): free-form values (``{}``, ``true``,
             ``additionalProperties: true``) nest without bound, through a call into
@@ -249,7 +249,8 @@ class Compiler:
             regular; see :mod:`constrain.automata.pushdown`).  An integer bounds
             their nesting instead and keeps the language one DFA (DINGO needs that).
             Inside ``not``/``oneOf``/``if``/``contains`` operands they nest at most
-            3 deep either way.
+            3 deep either way (deeper ones are refused, on the safe side as for
+            ``max_recursion``).
         resources:
             Other schema documents by URI, for references that leave this one
             (nothing is fetched over the network).
@@ -270,7 +271,7 @@ class Compiler:
         key = ("json_schema", text, options)
         compiled = self._memory_get(key)
         if compiled is None:
-            disk_key = content_key("json-schema-dfa-4", text, repr(options))
+            disk_key = content_key("json-schema-dfa-5", text, repr(options))
             stored = self._disk.load("dfa", disk_key)
             if stored is not None and {"trans", "accepting", "start", "notes", "counted"} <= stored.keys():
                 language = _stored_language(stored)

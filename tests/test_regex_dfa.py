@@ -459,3 +459,50 @@ def test_product_over_the_state_limit_is_a_regex_error(monkeypatch):
     monkeypatch.setattr(dfa_ops, "MAX_DFA_STATES", 3)
     with pytest.raises(RegexError, match="more than 3 states"):
         dfa_ops.intersect(regex_to_dfa("[ab]*a[ab]{4}"), regex_to_dfa("[ab]*b[ab]{3}"))
+
+
+def _cut_language(rng: random.Random):
+    """A random language over {a, b}: some words, and some prefixes cut with ANY_SUFFIX
+    (each standing for every text that starts with it), as (DFA, oracle)."""
+    from constrain.automata.byte_dfa import build_byte_dfa
+    from constrain.automata.dfa_ops import any_suffix_marker
+    from constrain.grammar.json_schema.trees import alt, lit, seq
+    from constrain.grammar.regex import Automaton
+
+    def word():
+        return "".join(rng.choice("ab") for _ in range(rng.randint(0, 4)))
+
+    words, prefixes = {word() for _ in range(rng.randint(1, 5))}, {word() for _ in range(rng.randint(0, 2))}
+    tree = alt(*map(lit, sorted(words)), *(seq(lit(p), Automaton(any_suffix_marker())) for p in sorted(prefixes)))
+    return build_byte_dfa(tree), words, prefixes
+
+
+def _in(words, prefixes, text: bytes) -> bool:
+    return text.decode() in words or _cut(prefixes, text)
+
+
+def _cut(prefixes, text: bytes) -> bool:
+    return any(text.decode().startswith(p) for p in prefixes)
+
+
+def test_any_suffix_cuts_mean_every_continuation_through_products():
+    """A DFA with ANY_SUFFIX cuts, widened, accepts exactly the texts its words and cut
+    prefixes stand for.  Union and intersection keep that meaning exactly; a difference
+    with the cuts on the side kept (what is taken away is widened first) keeps them as
+    cuts, so it is exact except below them, where it takes every text: an
+    over-approximation, as a language taken away needs.  Over every text of up to 6 letters."""
+    from constrain.automata.dfa_ops import difference, has_any_suffix, intersect, union, widen_any_suffix
+
+    rng = random.Random(7)
+    texts = [bytes(letters) for length in range(7) for letters in itertools.product(b"ab", repeat=length)]
+    for _ in range(60):
+        (a, words_a, cuts_a), (b, words_b, cuts_b) = _cut_language(rng), _cut_language(rng)
+        wide_b = widen_any_suffix(b)
+        assert not has_any_suffix(wide_b)
+        results = {"and": intersect(a, b), "or": union(a, b), "diff": difference(a, wide_b)}
+        for text in texts:
+            in_a, in_b = _in(words_a, cuts_a, text), _in(words_b, cuts_b, text)
+            assert wide_b.matches(text) == in_b, text
+            wanted = {"and": in_a and in_b, "or": in_a or in_b, "diff": in_a and (not in_b or _cut(cuts_a, text))}
+            for op, dfa in results.items():
+                assert (dfa is not None and widen_any_suffix(dfa).matches(text)) == wanted[op], (op, text)

@@ -17,7 +17,12 @@ from ..errors import RegexError
 from ._dfa_kernels import PRODUCT_MODES, PRODUCT_OVERFLOW, bounded_runs, pair_product, trie_without_words
 from .byte_dfa import MAX_DFA_STATES, ByteDFA, _kernel_arrays, _minimize, _prune_dead
 
-__all__ = ["intersect", "difference", "union", "product", "without_words", "bound_runs", "dfa_from_table"]
+__all__ = ["intersect", "difference", "union", "product", "without_words", "bound_runs", "dfa_from_table",
+           "ANY_SUFFIX", "any_suffix_marker", "has_any_suffix", "widen_any_suffix"]
+
+#: The byte that stands for "any bytes from here to the end of the text" in an
+#: over-approximated language (0xC0 never occurs in UTF-8, and no call uses it).
+ANY_SUFFIX = 0xC0
 
 # Which pairs accept, from whether each side accepts (boolean arrays).
 _OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -44,8 +49,19 @@ def product(a: ByteDFA, b: ByteDFA, op: str) -> ByteDFA | None:
 
 
 def intersect(a: ByteDFA, b: ByteDFA) -> ByteDFA | None:
-    """``L(a) ∩ L(b)``, None when empty."""
-    return product(a, b, "and")
+    """``L(a) ∩ L(b)``, None when empty.
+
+    An :data:`ANY_SUFFIX` cut on either side means what it says: a pair of states
+    whose first has the mark goes on as the second alone (the mark's language is
+    everything), and the mark comes back only where both sides have it.  (As a plain
+    symbol, it would survive only where both had it, and the cut would lose its
+    meaning.)  Union and difference need no such care: there the mark rides as a
+    symbol, and what is taken away is widened first.
+    """
+    if not (has_any_suffix(a) or has_any_suffix(b)):
+        return product(a, b, "and")
+    both = product(widen_any_suffix(a), widen_any_suffix(b), "and")
+    return None if both is None else _universal_as_mark(both)
 
 
 def difference(a: ByteDFA, b: ByteDFA) -> ByteDFA | None:
@@ -96,6 +112,59 @@ def bound_runs(dfa: ByteDFA, loop_states: np.ndarray, run_bytes: bytes, max_run:
     loops = np.ascontiguousarray(loop_states, dtype=np.bool_)
     trans, accepting = bounded_runs(*_kernel_arrays(dfa.trans, dfa.accepting), loops, run, max_run)
     return ByteDFA(trans, accepting, dfa.start)
+
+
+def any_suffix_marker() -> ByteDFA:
+    """The DFA of the one-symbol text :data:`ANY_SUFFIX` (embed it where a language is cut
+    and must over-approximate: whatever follows is accepted)."""
+    trans = np.full((2, 256), -1, dtype=np.int32)
+    trans[0, ANY_SUFFIX] = 1
+    return ByteDFA(trans, np.array([False, True]), 0)
+
+
+def has_any_suffix(dfa: ByteDFA) -> bool:
+    """Whether ``dfa`` has an :data:`ANY_SUFFIX` move (an over-approximation not yet widened)."""
+    return bool((dfa.trans[:, ANY_SUFFIX] >= 0).any())
+
+
+def widen_any_suffix(dfa: ByteDFA) -> ByteDFA:
+    """``dfa`` with each state that has an :data:`ANY_SUFFIX` move accepting every continuation.
+
+    The marker rides through concatenation, union and difference as one more symbol,
+    so a language can be built with it where its continuation is not known yet; once
+    the language is whole (about to be taken away from another), the marker means
+    what it says: from that state, every text is in.  A state with the move is then
+    universal whatever its other moves, since its language contains everything.
+    """
+    marked = dfa.trans[:, ANY_SUFFIX] >= 0
+    if not marked.any():
+        return dfa
+    universal = dfa.num_states
+    trans = np.vstack([dfa.trans, np.full((1, 256), universal, dtype=np.int32)])
+    trans[:universal][marked] = universal
+    trans[:, ANY_SUFFIX] = -1  # widened, the language is over real bytes (and call symbols) again
+    accepting = np.append(dfa.accepting | marked, True)
+    widened = dfa_from_table(trans, accepting, dfa.start)
+    assert widened is not None  # the universal state accepts
+    return widened
+
+
+def _universal_as_mark(dfa: ByteDFA) -> ByteDFA:
+    """``dfa`` with its universal state (as :func:`widen_any_suffix` makes it: accepting,
+    every byte but the mark back to itself) replaced by an :data:`ANY_SUFFIX` cut again,
+    so the language stays a small prefix automaton wherever it is embedded."""
+    rows = np.delete(dfa.trans, ANY_SUFFIX, axis=1)
+    loops = (rows == np.arange(dfa.num_states)[:, None]).all(axis=1) & dfa.accepting
+    if not loops.any():
+        return dfa
+    universal = int(np.flatnonzero(loops)[0])
+    mark, end = dfa.num_states, dfa.num_states + 1
+    trans = np.vstack([np.where(dfa.trans == universal, mark, dfa.trans), np.full((2, 256), -1, dtype=np.int32)])
+    trans[mark, ANY_SUFFIX] = end
+    accepting = np.append(dfa.accepting, [False, True])
+    cut = dfa_from_table(trans, accepting, mark if dfa.start == universal else dfa.start)
+    assert cut is not None
+    return cut
 
 
 def dfa_from_table(trans: np.ndarray, accepting: np.ndarray, start: int) -> ByteDFA | None:

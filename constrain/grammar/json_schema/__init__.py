@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa, _live_states
-from ...automata.dfa_ops import bound_runs, dfa_from_table
+from ...automata.dfa_ops import bound_runs, dfa_from_table, has_any_suffix
 from ...automata.pushdown import CALL, COUNTED_SYMBOLS, PushdownDFA, called_symbols, inline_calls
 from ...errors import RegexError, SchemaError
 from .document import SchemaDocument, load_schema
@@ -131,6 +131,8 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
         if tree is NOTHING:  # e.g. `false`: a valid compile whose matcher allows nothing, not even EOS
             return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [UNSATISFIABLE])
         dfa = build_byte_dfa(seq(layout.ws, tree, layout.ws), minimize=False)
+        # Cuts over-approximate only inside a language taken away, which is widened there.
+        assert not any(map(has_any_suffix, [dfa, *emitter.callees.values()])), "an ANY_SUFFIX cut escaped a product"
     except RegexError as err:
         raise SchemaError(f"the schema's language could not be built: {err.reason}{largest_parts(emitter.sizes)}",
                           "#") from None

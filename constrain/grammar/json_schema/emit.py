@@ -26,7 +26,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
-from ...automata.dfa_ops import difference, intersect, union, without_words
+from ...automata.dfa_ops import (any_suffix_marker, difference, has_any_suffix, intersect, union, widen_any_suffix,
+                                  without_words)
 from ...automata.pushdown import CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, call_marker, called_symbols, expand_calls, has_calls
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
@@ -123,8 +124,13 @@ class SchemaEmitter:
         # Counts integer trees and numeric literals built at EVERY_PLAIN: where an operand
         # taken away (EVERY_PLAIN) and the same operand kept (PLAIN) could differ.
         self.spelling_sensitive = 0
-        #: Records made impossible only by the recursion bound (see _taken_away).
-        self.depth_cuts = 0
+        #: Whether the language being built is taken away from another (by ``not``, the
+        #: ``if`` before ``else``, another ``oneOf`` branch): its cuts over-approximate
+        #: (see :meth:`_taken_away`).  Flips at every nested product.
+        self.over = False
+        #: Counts the choices that depend on ``over`` (a depth bound met: a recursion cut or
+        #: a free-form value expanded), so a operand built both ways knows whether they differ.
+        self.cuts = 0
         # (pointer, states) of the string and recursion automata built: what grew, when the whole is too large.
         self.sizes: list[tuple[str, int]] = []
         # The strings that are counted callees: COUNTED_SYMBOLS[j] calls entry j.
@@ -159,20 +165,22 @@ class SchemaEmitter:
             if call is not None:
                 return call
             key = (tuple(sorted(set(walk.chain))), tuple(walk.chain.count(k) for k in sorted(set(walk.chain))),
-                   tuple(loc.key for loc in locs), slots, self.spelling)
+                   tuple(loc.key for loc in locs), slots, self.spelling, self.over)
             found = self._recursive_memo.get(key)
             if found is not None:
                 self.spelling_sensitive += found[1]
+                self.cuts += found[2]
                 return found[0]
         elif len(walk.chain) > len(chain) and self._shareable(slots):  # a reference followed
             call = self._shared_call(locs)
             if call is not None:
                 return call
-        sensitive_before = self.spelling_sensitive
+        sensitive_before, cuts_before = self.spelling_sensitive, self.cuts
         tree = self.spec_tree(spec, tuple(walk.chain))
         if key is not None:
             tree = self._as_automaton(tree)
-            self._recursive_memo[key] = (tree, int(self.spelling_sensitive > sensitive_before))
+            self._recursive_memo[key] = (tree, int(self.spelling_sensitive > sensitive_before),
+                                         int(self.cuts > cuts_before))
             if isinstance(tree, Automaton):  # an unrolled recursion level: a candidate for "what grew"
                 self.sizes.append((locs[0].pointer or "#", tree.dfa.num_states))
         return tree
@@ -289,7 +297,8 @@ class SchemaEmitter:
         or, with an integer ``max_any_depth``, an embedded copy nested at most that deep."""
         if self.max_any_depth is None:
             return Automaton(call_marker())
-        return Automaton(any_value_dfa(self.layout.mode, self.max_any_depth, self.spelling != JSON_SPELLING))
+        self.cuts += 1
+        return Automaton(any_value_dfa(self.layout.mode, self.max_any_depth, self.spelling != JSON_SPELLING, self.over))
 
     @contextmanager
     def numbers_spelled(self, spelling: int) -> Iterator[None]:
@@ -311,11 +320,12 @@ class SchemaEmitter:
         finally:
             self.spelling = before
 
-    def _plain(self, dfa: ByteDFA | None) -> ByteDFA | None:
+    def _plain(self, dfa: ByteDFA | None, over: bool) -> ByteDFA | None:
         """``dfa`` with its calls expanded (products are exact over bytes only): free-form
         values inside ``not``/``oneOf``/``if``/``contains`` operands nest at most
-        :data:`OPERAND_ANY_DEPTH` deep (or ``max_any_depth``, when set); counted strings
-        are eager counts again (which may be too large: RegexError)."""
+        :data:`OPERAND_ANY_DEPTH` deep (or ``max_any_depth``, when set), past which they
+        are refused, or, in a language ``over``-approximated, take any bytes; counted
+        strings are eager counts again (which may be too large: RegexError)."""
         if dfa is None or not has_calls(dfa):
             return dfa
         used = called_symbols(dfa)
@@ -323,8 +333,15 @@ class SchemaEmitter:
                    if symbol in used}
         if CALL in used:
             depth = OPERAND_ANY_DEPTH if self.max_any_depth is None else self.max_any_depth
-            callees[CALL] = any_value_dfa(self.layout.mode, depth, plain_numbers=True)
+            callees[CALL] = any_value_dfa(self.layout.mode, depth, plain_numbers=True, over=over)
+            self.cuts += 1
         return expand_calls(dfa, callees)
+
+    def _taken(self, dfa: ByteDFA | None) -> ByteDFA | None:
+        """A language to take away from another, whole: built with ``over`` flipped, its
+        calls expanded that way, and its cuts widened to take every continuation."""
+        dfa = self._plain(dfa, not self.over)
+        return None if dfa is None else widen_any_suffix(dfa)
 
     @cached_property
     def _short_budget(self) -> int:
@@ -364,7 +381,7 @@ class SchemaEmitter:
             return False
 
     def _plain_tree(self, tree: RegexNode) -> RegexNode:
-        dfa = self._plain(self._dfa(tree))
+        dfa = self._plain(self._dfa(tree), self.over)
         return NOTHING if dfa is None else Automaton(dfa)
 
     # -- combinators --------------------------------------------------------------------
@@ -384,8 +401,10 @@ class SchemaEmitter:
 
     def _spec_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         if spec.impossible:
-            self.depth_cuts += spec.depth_limited
-            return NOTHING
+            if not spec.depth_limited:
+                return NOTHING
+            self.cuts += 1  # cut by max_recursion: refused where kept, anything where taken away
+            return Automaton(any_suffix_marker()) if self.over else NOTHING
         self._check_unsupported(spec)
         if spec.enums:
             return self._enum_tree(spec)
@@ -460,19 +479,22 @@ class SchemaEmitter:
         branches = [(branch.without(slots=slots), branch_chain) for branch, branch_chain in merged]
         if unevaluated:
             return self._one_of_unevaluated(branches, group)
-        operands = [self._kept_and_removed(branch, branch_chain, group) for branch, branch_chain in branches]
+        operands = [self._kept_and_removed(branch, branch_chain) for branch, branch_chain in branches]
         return _exactly_one([kept for kept, _ in operands], [removed for _, removed in operands])
 
-    def _kept_and_removed(self, spec: Spec, chain: tuple[str, ...], group: Loc) -> tuple[ByteDFA | None, ByteDFA | None]:
+    def _kept_and_removed(self, spec: Spec, chain: tuple[str, ...]) -> tuple[ByteDFA | None, ByteDFA | None]:
         """A product operand both kept and taken away (a oneOf branch): its automaton with
-        plain numbers and with every plain spelling, built once where they cannot differ."""
-        sensitive_before = self.spelling_sensitive
-        with self.numbers_spelled(EVERY_PLAIN), self._taken_away(group, "oneOf"):
-            removed = self._plain(self._dfa(self.spec_tree(spec, chain)))
-        if self.spelling == EVERY_PLAIN or self.spelling_sensitive == sensitive_before:
-            return removed, removed
-        with self.numbers_spelled(PLAIN):
-            return self._plain(self._dfa(self.spec_tree(spec, chain))), removed
+        plain numbers and the context's cuts, and with every plain spelling and the cuts
+        flipped (widened, ready to take away), built once where they cannot differ."""
+        sensitive_before, cuts_before = self.spelling_sensitive, self.cuts
+        with self.numbers_spelled(EVERY_PLAIN), self._taken_away():
+            built = self._dfa(self.spec_tree(spec, chain))
+        same = (self.spelling == EVERY_PLAIN or self.spelling_sensitive == sensitive_before) and self.cuts == cuts_before
+        removed = self._taken(built)
+        if not same:
+            with self.numbers_spelled(PLAIN):
+                built = self._dfa(self.spec_tree(spec, chain))
+        return self._plain(built, self.over), removed
 
     def _disjoint(self, a: Spec, b: Spec, chain: tuple[str, ...], depth: int = 2) -> bool:
         """Whether no value meets both records, judged from what surely holds (conservative):
@@ -528,24 +550,28 @@ class SchemaEmitter:
     def _condition_tree(self, spec: Spec, chain: tuple[str, ...], at: Loc, keyword: str) -> RegexNode:
         """The language taken away by ``not``, ``if`` or another ``oneOf`` branch: the record
         as a condition (its unevaluated* belong to the parent), every plain number spelling."""
-        with self.numbers_spelled(EVERY_PLAIN), self._taken_away(at, keyword):
+        with self.numbers_spelled(EVERY_PLAIN), self._taken_away():
             return self.spec_tree(_without_unevaluated(spec), chain)
 
     @contextmanager
-    def _taken_away(self, at: Loc, keyword: str) -> Iterator[None]:
-        """Refuse (or note, when not strict) a language taken away whose recursion was cut.
+    def _taken_away(self) -> Iterator[None]:
+        """Build a language that a product takes away: its depth cuts over-approximate.
 
         Inside a product's operands a recursive definition is unrolled ``max_recursion``
-        times and is impossible below that.  Where the operand is kept, that only
-        refuses values nested deeper.  Where the operand is taken away (the ``not``, the
-        ``if`` before ``else``, the other ``oneOf`` branches), it takes away too little,
-        so values it should have refused would get through.
+        times and free-form values are expanded :data:`OPERAND_ANY_DEPTH` levels deep.
+        Where the operand is kept, a cut refuses the values nested deeper: fewer texts,
+        never a wrong one.  Where the operand is taken away (the ``not``, the ``if``
+        before ``else``, the other ``oneOf`` branches), refusing them would take away
+        too little, and the deeper values it should take away would get through; there
+        the cut takes any bytes instead (:data:`.dfa_ops.ANY_SUFFIX`), which takes away
+        too much, so the difference only refuses deep values.  An operand of an operand
+        taken away is kept again: the polarity flips at every nested product.
         """
-        before = self.depth_cuts
-        yield
-        if self.depth_cuts != before:
-            self._not_exact(at.pointer or "#", keyword, f"a recursive definition inside it is unrolled to max_recursion="
-                            f"{self.max_recursion} levels, and the deeper values it takes away would get through")
+        self.over = not self.over
+        try:
+            yield
+        finally:
+            self.over = not self.over
 
     def _dependency(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         """``key`` absent, or present together with what it requires (two disjoint cases)."""
@@ -566,7 +592,7 @@ class SchemaEmitter:
     def _minus(self, tree: RegexNode, removed: RegexNode) -> RegexNode:
         if tree is NOTHING or removed is NOTHING:
             return tree
-        kept = difference(self._plain(self._dfa(tree)), self._plain(self._dfa(removed)))
+        kept = difference(self._plain(self._dfa(tree), self.over), self._taken(self._dfa(removed)))
         return NOTHING if kept is None else Automaton(kept)
 
     # -- per type -----------------------------------------------------------------------
@@ -723,7 +749,9 @@ class SchemaEmitter:
         with self.numbers_spelled(PLAIN):  # an operand of a product (names are strings: spelling is moot)
             tree = self.value_of(spec.property_names, chain)
         strings = any_string_dfa()
-        names = intersect(strings, self._plain(self._dfa(tree))) if tree is not NOTHING else None
+        if tree is NOTHING:
+            return _NO_NAMES
+        names = intersect(strings, widen_any_suffix(self._plain(self._dfa(tree), self.over)))
         return names if names is not None else _NO_NAMES
 
     def _array_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
@@ -823,8 +851,14 @@ class SchemaEmitter:
             prefix = [self._plain_tree(self.value_of(locs, chain, slots)) for locs in spec.prefix_items]
             rest = self._plain_tree(self.value_of(rest_locs, chain, slots))
         with self.numbers_spelled(EVERY_PLAIN):
-            contains = self._plain(self._dfa(self.value_of([loc], chain, slots)))
-        return prefix, rest, (contains, low, high)
+            cuts_before = self.cuts
+            built = self._dfa(self.value_of([loc], chain, slots))
+            hit = self._plain(built, self.over)
+            if self.cuts != cuts_before:  # the cuts differ by polarity: the misses need the other
+                with self._taken_away():
+                    built = self._dfa(self.value_of([loc], chain, slots))
+            miss = self._taken(built)
+        return prefix, rest, (hit, miss, low, high)
 
     # -- enum / const -------------------------------------------------------------------
     def _enum_tree(self, spec: Spec) -> RegexNode:
@@ -905,11 +939,13 @@ class SchemaEmitter:
 
 
 @lru_cache(maxsize=16)
-def any_value_dfa(mode: str, depth: int, plain_numbers: bool = False) -> ByteDFA:
+def any_value_dfa(mode: str, depth: int, plain_numbers: bool = False, over: bool = False) -> ByteDFA:
     """Any JSON value of nesting depth <= ``depth``, built level by level (each level embeds
-    the last); numbers in plain spelling inside product operands (see numbers.py)."""
+    the last); numbers in plain spelling inside product operands (see numbers.py).
+    ``over``: deeper values are not refused but cut with :data:`.dfa_ops.ANY_SUFFIX`
+    (a superset, for a language taken away)."""
     number = number_tree(None, None, False, False, PLAIN) if plain_numbers else NUMBER
-    dfa = build_byte_dfa(_any_value_level(Layout(mode), None, number))
+    dfa = build_byte_dfa(_any_value_level(Layout(mode), Automaton(any_suffix_marker()) if over else None, number))
     for _ in range(depth):
         dfa = build_byte_dfa(_any_value_level(Layout(mode), Automaton(dfa), number))
     return dfa
@@ -1187,7 +1223,7 @@ def _finite_texts(dfa: ByteDFA, limit: int) -> list[bytes] | None:
     texts found and the paths waiting pass ``limit``.  A path that meets its own
     state again is a loop (a DFA with a dead state only stops early: None).
     """
-    if has_calls(dfa):
+    if has_calls(dfa) or has_any_suffix(dfa):
         return None
     moves = {}
     texts: list[bytes] = []
@@ -1215,8 +1251,10 @@ def _value_key(text: bytes) -> str:
 
 
 def _items_graph(prefix, rest, min_items: int, max_items: int | None, contains, layout: Layout) -> RegexNode:
-    """Array items: position-specific schemas, then the rest; optional ``contains`` counting."""
-    contains_dfa, low_c, high_c = contains if contains is not None else (None, 0, None)
+    """Array items: position-specific schemas, then the rest; optional ``contains`` counting,
+    given as (the language an item counted meets, the language an item not counted misses,
+    low, high): the two differ where the context's depth cuts do (see ``_contained_items``)."""
+    hit_dfa, miss_dfa, low_c, high_c = contains if contains is not None else (None, None, 0, None)
     c_cap = max(low_c, (high_c + 1) if high_c is not None else 0)
     positions = len(prefix)
     cap = max(positions, min_items, (max_items + 1) if max_items is not None else 0) + 1
@@ -1230,11 +1268,12 @@ def _items_graph(prefix, rest, min_items: int, max_items: int | None, contains, 
             item = prefix[count] if count < positions else rest
             if item is NOTHING:
                 pieces_memo[slot] = []
-            elif contains is None or contains_dfa is None:
+            elif contains is None or (hit_dfa is None and miss_dfa is None):
                 pieces_memo[slot] = [(item, 0)]
             else:
                 dfa = item.dfa if isinstance(item, Automaton) else build_byte_dfa(item)
-                hit, miss = intersect(dfa, contains_dfa), difference(dfa, contains_dfa)
+                hit = None if hit_dfa is None else intersect(dfa, hit_dfa)
+                miss = dfa if miss_dfa is None else difference(dfa, miss_dfa)
                 pieces_memo[slot] = [(Automaton(d), inc) for d, inc in ((hit, 1), (miss, 0)) if d is not None]
         return pieces_memo[slot]
 
