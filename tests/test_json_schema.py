@@ -1305,15 +1305,47 @@ def test_cuts_in_a_language_taken_away_over_approximate(schema):
     assert_agrees(schema, shallow)
 
 
+ORDERED_P = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "k": {"$ref": "#/$defs/p"}}}
+ORDERED_Q = {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": ["integer", "string"]},
+                                              "k": {"$ref": "#/$defs/q"}}}
+
+
+@pytest.mark.parametrize("schema", [
+    {"$defs": {"p": ORDERED_P, "q": ORDERED_Q}, "oneOf": [{"$ref": "#/$defs/p"}, {"$ref": "#/$defs/q"}]},
+    {"$defs": {"q": ORDERED_Q}, "oneOf": [{}, {"not": {"$ref": "#/$defs/q"}}]},
+    {"$defs": {"p": ORDERED_P, "q": ORDERED_Q}, "anyOf": [{"$ref": "#/$defs/p"}, {"$ref": "#/$defs/q"}],
+     "not": {"$ref": "#/$defs/q"}},
+])
+def test_products_over_recursive_definitions_share_member_order_at_every_depth(schema):
+    """Operands write one text per value down to where recursion is cut: the slots follow
+    recursive references as far as the operands unroll them, and a product nested in an
+    operand fixes no order deeper than the one around it.  Before the eighteenth session
+    the first schema accepted ``{"k": {"k": {"a": 1, "b": 2}}}`` (both branches meet it:
+    below the first recursion each wrote its own order) and the second
+    ``{"k": {"k": 2, "a": "x"}}`` (the ``not`` fixed an order one level deeper than the
+    ``oneOf``, so the other branch's text of the value was never taken away)."""
+    automaton = schema_to_dfa(schema, JsonSchemaOptions(whitespace="compact")).automaton
+    inners = [{"a": 1, "b": 2}, {"b": 2, "a": 1}, {"a": "x", "b": 2}, {"b": 2, "a": "x"}, {"a": 1}, {},
+              {"k": 2, "a": "x"}, {"a": 1, "k": {"k": 2, "a": "x"}}]
+    for depth, inner in itertools.product(range(5), inners):
+        value = _keyed(depth, inner)
+        text = json.dumps(value, separators=(",", ":"))
+        assert not automaton.matches(text.encode()) or is_valid(schema, value), text
+
+
 def test_random_products_with_cuts_accept_no_invalid_value():
-    """Random nestings of not, oneOf, if and contains over recursion, free-form values
-    and arrays of arrays, against values up to 7 levels deep: the languages may refuse
-    deep valid values (a cut) but never accept an invalid one."""
+    """Random nestings of not, oneOf, if and contains over recursion (two definitions
+    listing the same members in opposite orders among them), free-form values and arrays
+    of arrays, against values up to 7 levels deep: the languages may refuse deep valid
+    values (a cut) but never accept an invalid one."""
     rng = random.Random(18)
-    defs = {**KEYED, "t": {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#/$defs/t"}}]}}
+    defs = {**KEYED, "t": {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#/$defs/t"}}]},
+            "p": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {}, "k": {"$ref": "#/$defs/p"}}},
+            "q": {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": ["integer", "string"]},
+                                                   "k": {"$ref": "#/$defs/q"}}}}
     leaves = [{}, {"type": "object"}, {"type": "array"}, {"type": "integer"}, {"$ref": "#/$defs/n"},
-              {"$ref": "#/$defs/t"}, {"type": "array", "items": {"type": "array"}}, {"const": 1},
-              {"type": "object", "required": ["k"]}]
+              {"$ref": "#/$defs/t"}, {"$ref": "#/$defs/p"}, {"$ref": "#/$defs/q"},
+              {"type": "array", "items": {"type": "array"}}, {"const": 1}, {"type": "object", "required": ["k"]}]
 
     def schema(depth):
         kind = rng.randrange(7) if depth else 6
@@ -1334,12 +1366,12 @@ def test_random_products_with_cuts_accept_no_invalid_value():
     def value(depth):
         kind = rng.randrange(4) if depth else 3
         if kind == 0:
-            return {rng.choice("kav"): value(depth - 1) for _ in range(rng.randint(0, 2))}
+            return {rng.choice("kabv"): value(depth - 1) for _ in range(rng.randint(0, 3))}
         if kind == 1:
             return [value(depth - 1) for _ in range(rng.randint(0, 2))]
         if kind == 2:
             return {"k": value(depth - 1)}
-        return rng.choice([1, "x", None, {}, [], [[[]]]])
+        return rng.choice([1, "x", None, {}, [], [[[]]], {"a": 1, "b": 2}, {"b": 2, "a": 1}, {"b": 1, "a": "x"}])
 
     checked = 0
     for _ in range(60):

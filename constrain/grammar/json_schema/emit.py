@@ -417,7 +417,7 @@ class SchemaEmitter:
         if spec.nots:
             base = spec.without(nots=spec.nots[1:])
             negated, negated_chain = self._merged(base, spec.nots[0], chain)
-            slots = shared_slots(self.doc, base, [negated])
+            slots = shared_slots(self.doc, base, [(negated, negated_chain)], self.max_recursion)
             base, negated = base.without(slots=slots), negated.without(slots=slots)
             with self.numbers_spelled(PLAIN):
                 kept = self.spec_tree(base, chain)
@@ -475,7 +475,7 @@ class SchemaEmitter:
         if not unevaluated and all(
                 self._disjoint(a, b, chain) for i, (a, _) in enumerate(merged) for b, _ in merged[i + 1:]):
             return alt(*(self.spec_tree(branch, branch_chain) for branch, branch_chain in merged))
-        slots = shared_slots(self.doc, rest, [branch for branch, _ in merged])
+        slots = shared_slots(self.doc, rest, merged, self.max_recursion)
         branches = [(branch.without(slots=slots), branch_chain) for branch, branch_chain in merged]
         if unevaluated:
             return self._one_of_unevaluated(branches, group)
@@ -540,7 +540,7 @@ class SchemaEmitter:
     def _conditional(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         loc, base = spec.conditionals[0], spec.without(conditionals=spec.conditionals[1:])
         if_spec, if_chain = self._merged(base, loc.child("if"), chain)
-        slots = shared_slots(self.doc, base, [if_spec])
+        slots = shared_slots(self.doc, base, [(if_spec, if_chain)], self.max_recursion)
         base, if_spec = base.without(slots=slots), if_spec.without(slots=slots)
         then_tree = self._merged_tree(if_spec, loc.child("then"), if_chain) if "then" in loc.node else self.spec_tree(if_spec, if_chain)
         with self.numbers_spelled(PLAIN):
@@ -846,7 +846,8 @@ class SchemaEmitter:
         written with ``contains``'s member order and number spellings."""
         loc, low, high = spec.contains[0]
         fixed = spec.slots.items or NO_SLOTS
-        slots = shared_slots(self.doc, Spec(slots=fixed), [self._record([loc], chain, fixed)])
+        slots = shared_slots(self.doc, Spec(slots=fixed), [self._merged(Spec(slots=fixed), loc, chain)],
+                             self.max_recursion)
         with self.numbers_spelled(PLAIN):
             prefix = [self._plain_tree(self.value_of(locs, chain, slots)) for locs in spec.prefix_items]
             rest = self._plain_tree(self.value_of(rest_locs, chain, slots))

@@ -12,8 +12,18 @@ does not list a slotted name still writes it at its slot when its own rules admi
 the member; anything else is an extra member, written after the slots in any
 order by every operand alike.
 
-Recursive references are followed once per path: below a reference already being
-visited, objects keep their own orders (a documented limit of exactness).
+Recursive references are followed as deep as the operands unroll them: from the
+operand's own reference chain, a reference already met ``max_recursion`` times is
+where the operand's record is cut (:class:`~.spec.SpecWalk`), so every object an
+operand writes has its slots.  The same count also keeps a product nested inside an
+operand from fixing slots deeper than the enclosing product did: its chain holds at
+least the references the enclosing walk followed to reach it, so it stops no later.
+Until the eighteenth session references were followed once per path from a fresh
+start, and below that each operand kept its own order: ``oneOf`` of two recursive
+definitions listing ``a, b`` and ``b, a`` accepted a value two levels down that met
+both, and a ``not`` nested in a ``oneOf`` branch could fix an order one level deeper
+than the ``oneOf``, so the branch took away one order of a value the other branch
+wrote in any order.
 """
 
 from __future__ import annotations
@@ -34,7 +44,8 @@ _BRANCHES_OF_IF = ("then", "else")  # ignored without an "if", as validators ign
 _SAME_VALUE_LISTS = ("anyOf", "oneOf")
 
 
-def shared_slots(doc: SchemaDocument, base: Spec, subtracted: list[Spec]) -> Slots:
+def shared_slots(doc: SchemaDocument, base: Spec, subtracted: list[tuple[Spec, tuple[str, ...]]],
+                 max_recursion: int) -> Slots:
     """The slot tree for a product whose ``subtracted`` operands (merged onto ``base``)
     are taken away from, or intersected with, other languages.
 
@@ -46,11 +57,14 @@ def shared_slots(doc: SchemaDocument, base: Spec, subtracted: list[Spec]) -> Slo
     condition; ``contains`` intersects with its schema.  Slots already fixed by an
     enclosing combination (``base.slots``) stay first at every path: that
     combination's other operands write any new name among their extra members.
+    Each operand comes with its reference chain (as the emitter's walk left it), and
+    references are followed until a target is met ``max_recursion`` times, where the
+    operand's record is cut.
     """
     found = _Orders()
-    collector = _Collector(doc)
-    for spec in subtracted:
-        collector.spec(spec, found)
+    collector = _Collector(doc, max_recursion)
+    for spec, chain in subtracted:
+        collector.spec(spec, found, chain)
     return found.slots(base.slots)
 
 
@@ -110,40 +124,42 @@ class _Collector:
     """Walks schemas as the absorption does ($ref, allOf and own keywords in document
     order) and records each schema's merged member order at its path."""
 
-    def __init__(self, doc: SchemaDocument) -> None:
+    def __init__(self, doc: SchemaDocument, max_recursion: int) -> None:
         self.doc = doc
+        self.max_recursion = max_recursion
 
-    def spec(self, spec: Spec, at: _Orders) -> None:
-        """An operand already merged into a record: its merged order, then what it holds."""
+    def spec(self, spec: Spec, at: _Orders, chain: tuple[str, ...]) -> None:
+        """An operand already merged into a record (``chain``: the references followed to
+        it): its merged order, then what it holds."""
         at.orders.append(list(spec.properties))
         at.required.extend(spec.required)
         for name, locs in spec.properties.items():
             for loc in locs:
-                self.visit(loc, at.member(name), frozenset())
+                self.visit(loc, at.member(name), chain)
         for rule in spec.key_rules:
             for _, loc in rule.patterns:
-                self.visit(loc, at.extras(), frozenset())
+                self.visit(loc, at.extras(), chain)
             if rule.additional is not None:
-                self.visit(rule.additional, at.extras(), frozenset())
+                self.visit(rule.additional, at.extras(), chain)
         for loc in spec.unevaluated_properties:
-            self.visit(loc, at.extras(), frozenset())
+            self.visit(loc, at.extras(), chain)
         item_locs = [loc for locs in spec.prefix_items for loc in locs] + spec.rest_items + spec.unevaluated_items
         for loc in item_locs + [loc for loc, _, _ in spec.contains]:
-            self.visit(loc, at.item(), frozenset())
+            self.visit(loc, at.item(), chain)
         pending = [group.child(i) for group in spec.any_of + spec.one_of for i in range(len(group.node))]
         pending += spec.nots + [loc.child(k) for loc in spec.conditionals for k in ("if", "then", "else") if k in loc.node]
         pending += [loc.child(keyword, key) for loc, key, keyword in spec.dependencies
                     if isinstance(loc.node[keyword][key], dict)]
         for loc in pending:
-            self.visit(loc, at, frozenset())
+            self.visit(loc, at, chain)
 
-    def visit(self, loc: Loc, at: _Orders, active: frozenset[str]) -> None:
+    def visit(self, loc: Loc, at: _Orders, active: tuple[str, ...]) -> None:
         """Record the order ``loc`` merges to at ``at``, and everything below it."""
         order = self.absorbed(loc, at, active)
         if order:
             at.orders.append(order)
 
-    def absorbed(self, loc: Loc, at: _Orders, active: frozenset[str]) -> list[str]:
+    def absorbed(self, loc: Loc, at: _Orders, active: tuple[str, ...]) -> list[str]:
         """The member order ``loc`` merges to, as :meth:`~.spec.SpecWalk.absorb` merges it."""
         node = loc.node
         if not isinstance(node, dict):
@@ -165,14 +181,14 @@ class _Collector:
             order = _merged(order, listed)
         return order
 
-    def follow(self, loc: Loc, keyword: str, at: _Orders, active: frozenset[str]) -> list[str]:
+    def follow(self, loc: Loc, keyword: str, at: _Orders, active: tuple[str, ...]) -> list[str]:
         target = self.doc.resolve(loc, loc.node[keyword], keyword)
         key = target.key
-        if key in active:  # recursion: deeper levels keep their own orders
+        if active.count(key) >= self.max_recursion:  # where the operand's record is cut (SpecWalk.follow)
             return []
-        return self.absorbed(target, at, active | {key})
+        return self.absorbed(target, at, active + (key,))
 
-    def own(self, loc: Loc, at: _Orders, active: frozenset[str]) -> None:
+    def own(self, loc: Loc, at: _Orders, active: tuple[str, ...]) -> None:
         """A schema's own keywords: required names, member and item schemas, and the
         combinators that apply to the same value (each branch one more order here)."""
         node = loc.node
