@@ -32,7 +32,7 @@ from ...automata.pushdown import CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, call_marke
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
 from .document import Loc, SchemaDocument
-from .formats import FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
+from .formats import FORMAT_MAX_LENGTH, FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
 from .sharing import shared_definitions
 from .slots import shared_slots
@@ -628,15 +628,16 @@ class SchemaEmitter:
             except RegexError as err:
                 raise SchemaError(f"pattern {pattern!r} cannot be compiled: {err.reason}", (loc.pointer or "#") + "/pattern") from None
             patterns.append(pattern)
-        tree = self._counted_call(spec.min_length, spec.max_length, tuple(patterns), tuple(formats),
-                                  _string_pointer(spec))
+        max_length = min((n for n in [spec.max_length, *map(FORMAT_MAX_LENGTH.get, formats)] if n is not None),
+                         default=None)
+        tree = self._counted_call(spec.min_length, max_length, tuple(patterns), tuple(formats), _string_pointer(spec))
         if tree is not None:
-            if not (patterns or formats) and spec.max_length - spec.min_length < LONG_STRING:
+            if not (patterns or formats) and max_length - spec.min_length < LONG_STRING:
                 # inlined or expanded: it still costs its states (a pattern's callee stays a call)
-                self.sizes.append((_string_pointer(spec), counted_states(spec.max_length)))
+                self.sizes.append((_string_pointer(spec), counted_states(max_length)))
             return tree
         try:
-            tree = string_tree(spec.min_length, spec.max_length, patterns, formats)
+            tree = string_tree(spec.min_length, max_length, patterns, formats)
         except RegexError as err:
             raise SchemaError(_string_blame(spec, patterns, formats, err.reason), _string_pointer(spec)) from None
         self.sizes.append((_string_pointer(spec), _embedded_states(tree)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..regex import RegexNode, parse_regex
 
-__all__ = ["FORMATS", "FORMAT_NOTES", "UNENFORCEABLE_FORMATS"]
+__all__ = ["FORMATS", "FORMAT_MAX_LENGTH", "FORMAT_NOTES", "UNENFORCEABLE_FORMATS"]
 
 _YEAR = r"\d{4}"
 _LEAP_YEAR = r"(?:\d\d(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
@@ -67,10 +67,10 @@ _URI = rf"{_SCHEME}:{_HIER}{_QUERY}{_FRAGMENT}"
 _RELATIVE = rf"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_NOSCHEME}|){_QUERY}{_FRAGMENT}"
 _ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
 _EMAIL = rf"{_ATEXT}+(?:\.{_ATEXT}+)*@(?:{_HOSTNAME}|\[{_IPV4}\])"
-_DURATION = (
-    r"P(?:(?:\d+Y(?:\d+M)?(?:\d+D)?|\d+M(?:\d+D)?|\d+D)(?:T(?:\d+H(?:\d+M)?(?:\d+S)?|\d+M(?:\d+S)?|\d+S))?"
-    r"|T(?:\d+H(?:\d+M)?(?:\d+S)?|\d+M(?:\d+S)?|\d+S)|\d+W)"
-)
+# RFC 3339 appendix A: each unit may be followed only by the next one down (dur-year =
+# 1*DIGIT "Y" [dur-month], dur-month = ... [dur-day]), so P1Y2D and PT1H2S are not durations.
+_DUR_TIME = r"T(?:\d+H(?:\d+M(?:\d+S)?)?|\d+M(?:\d+S)?|\d+S)"
+_DURATION = rf"P(?:(?:\d+D|\d+M(?:\d+D)?|\d+Y(?:\d+M(?:\d+D)?)?)(?:{_DUR_TIME})?|{_DUR_TIME}|\d+W)"
 _UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 _JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
 
@@ -107,11 +107,15 @@ UNENFORCEABLE_FORMATS: dict[str, str] = {
     "idn-email": "IDNA 2008 rules for the domain are not checked",
 }
 
+#: Lengths a format's text may not pass, in characters (RFC 1123 section 2.1: a host name is
+#: at most 253 characters, with its labels of at most 63 each): a bound beside the
+#: language, so it is counted like ``maxLength`` (a counted callee, not 253 eager copies).
+FORMAT_MAX_LENGTH: dict[str, int] = {"hostname": 253}
+
 FORMAT_NOTES: dict[str, str] = {
     "time": "a leap second (:60) only as 23:59:60 with a zero offset",
     "date-time": "a leap second (:60) only as 23:59:60 with a zero offset",
-    "hostname": "labels of 1-63 characters are enforced, the 253-character total is not; labels with "
-                "'--' in the third and fourth places (IDNA A-labels such as 'xn--...') are refused",
+    "hostname": "labels with '--' in the third and fourth places (IDNA A-labels such as 'xn--...') are refused",
     "email": "dot-atom local parts and hostname or [IPv4] domains (no quoted local parts)",
     "iri": "ASCII URIs only (no non-ASCII characters)",
     "iri-reference": "ASCII URI references only",

@@ -222,6 +222,8 @@ def _absorb_keywords(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
     _absorb_object(doc, spec, loc)
     _absorb_array(doc, spec, loc)
     _absorb_string(spec, loc)
+    if loc.draft == 7:
+        _absorb_content(doc, spec, loc)
     _absorb_number(spec, loc)
     for keyword, target in (("anyOf", spec.any_of), ("oneOf", spec.one_of)):
         if keyword in node:
@@ -482,6 +484,37 @@ def _absorb_string(spec: Spec, loc: Loc) -> None:
         spec.patterns.append((node["pattern"], loc))
     if "format" in node and isinstance(node["format"], str):
         spec.formats.append((node["format"], loc))
+
+
+# RFC 4648 base64 with its padding, as a validator that asserts contentEncoding decodes it.
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+
+
+def _absorb_content(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
+    """Draft 7's ``contentEncoding`` and ``contentMediaType`` on strings.
+
+    Draft 7 lets validators assert them (the official suite's optional tests do; from
+    2019-09 on they are annotations only), so they are not ignored silently: base64 is
+    a regular language and is enforced; a JSON document inside a string nests without
+    bound, so ``application/json`` cannot be checked by an automaton and is refused in
+    strict mode; other encodings are refused too; other media types (which no
+    validator checks) are annotations, with a note.
+    """
+    node = loc.node
+    encoding, media = node.get("contentEncoding"), node.get("contentMediaType")
+    if isinstance(encoding, str):
+        if encoding.lower() == "base64":
+            spec.patterns.append((BASE64_PATTERN, loc))
+        else:
+            spec.unsupported.append((loc, "contentEncoding", f"encoding {encoding!r} is not checked"))
+    if isinstance(media, str):
+        if media.split(";")[0].strip().lower() == "application/json":
+            spec.unsupported.append((loc, "contentMediaType", "a JSON document inside a string nests without bound, "
+                                     "which no regular language checks"))
+        else:
+            note = f"{loc.pointer or '#'}/contentMediaType: {media!r} is an annotation (not checked)"
+            if note not in doc.notes:
+                doc.notes.append(note)
 
 
 def _decimal(loc: Loc, keyword: str) -> Decimal | None:
