@@ -936,6 +936,9 @@ HAND_FORMATS = {
     # jsonschema's time checker refuses every leap second; RFC 3339 allows one at 23:59:60 UTC.
     "time": {"23:59:60Z": True, "23:59:60+00:00": True, "23:59:61Z": False},
     "date-time": {"2016-12-31T23:59:60Z": True, "2016-12-31T23:59:60.5Z": True},
+    # RFC 6570: literals take ucschar and iprivate in every plane (not plane 14's first 4,096), and the apostrophe.
+    "uri-template": {"a😀b": True, "a'b": True, "\U000E0001": False, "\U000E1000": True, "\U0010FFFD": True,
+                     "\U0001FFFE": False, "a b": False, "{a..b}": False, "x{+var}/{x,y*}": True},
     "duration": {"P1D": True, "PT1H30M": True, "P1Y2M3DT4H5M6S": True, "P2W": True, "P": False, "PT": False,
                  "1D": False, "P1H": False, "P1DT": False, "P1Y2D": False, "PT1H2S": False, "P1Y2M": True,
                  "PT1M2S": True, "P1M3D": True},

@@ -76,8 +76,14 @@ _JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
 
 _VARCHAR = rf"(?:[A-Za-z0-9_]|{_PCT})"
 _VARSPEC = rf"{_VARCHAR}(?:\.?{_VARCHAR})*(?::[1-9]\d{{0,3}}|\*)?"
+# RFC 6570 literals: ASCII except controls, space, '"', '%', '<', '>', '\\', '^', '`', '{', '|',
+# '}' (the apostrophe too, as the official suite reads it), and ucschar and iprivate in every
+# plane, written here as the characters themselves.
+_UCS_AND_PRIVATE = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in (
+    (0xA0, 0xD7FF), (0xE000, 0xFDCF), (0xFDF0, 0xFFEF), *((plane, plane + 0xFFFD) for plane in range(0x10000, 0xE0000, 0x10000)),
+    (0xE1000, 0xEFFFD), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD)))
 _URI_TEMPLATE = (
-    rf"(?:[!#$&(-;=?-\[\]_a-z~\u00A0-\uD7FF\uF900-\uFDCF\uFDF0-\uFFEF]|{_PCT}"
+    rf"(?:[!#$&'(-;=?-\[\]_a-z~{_UCS_AND_PRIVATE}]|{_PCT}"
     rf"|\{{[+#./;?&=,!@|]?{_VARSPEC}(?:,{_VARSPEC})*\}})*"
 )
 
