@@ -129,7 +129,7 @@ class SchemaEmitter:
         #: (see :meth:`_taken_away`).  Flips at every nested product.
         self.over = False
         #: Counts the choices that depend on ``over`` (a depth bound met: a recursion cut or
-        #: a free-form value expanded), so a operand built both ways knows whether they differ.
+        #: a free-form value expanded), so an operand built both ways knows whether they differ.
         self.cuts = 0
         # (pointer, states) of the string and recursion automata built: what grew, when the whole is too large.
         self.sizes: list[tuple[str, int]] = []
@@ -854,12 +854,11 @@ class SchemaEmitter:
             rest = self._plain_tree(self.value_of(rest_locs, chain, slots))
         with self.numbers_spelled(EVERY_PLAIN):
             cuts_before = self.cuts
-            built = self._dfa(self.value_of([loc], chain, slots))
-            hit = self._plain(built, self.over)
-            if self.cuts != cuts_before:  # the cuts differ by polarity: the misses need the other
+            built = flipped = self._dfa(self.value_of([loc], chain, slots))
+            if self.cuts != cuts_before:  # cut while built: the misses need the other polarity's cuts
                 with self._taken_away():
-                    built = self._dfa(self.value_of([loc], chain, slots))
-            miss = self._taken(built)
+                    flipped = self._dfa(self.value_of([loc], chain, slots))
+            hit, miss = self._plain(built, self.over), self._taken(flipped)
         return prefix, rest, (hit, miss, low, high)
 
     # -- enum / const -------------------------------------------------------------------
