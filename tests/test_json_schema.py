@@ -988,17 +988,85 @@ def test_draft_7_content_encoding_base64_is_enforced_and_later_drafts_annotate_i
     assert all(annotated.matches(text_of(t).encode()) for t in texts)
 
 
-def test_draft_7_content_media_types():
-    """A JSON document inside a string nests without bound: refused (a note when relaxed);
-    other media types are annotations, with a note."""
-    json_media = {"$schema": DRAFT_7, "contentMediaType": "application/json"}
-    with pytest.raises(SchemaError, match="nests without bound") as info:
-        schema_to_dfa(json_media)
+def _is_json_text(text: str) -> bool:
+    """The oracle for draft 7's ``application/json`` content: RFC 8259 (no NaN or Infinity)."""
+    def refuse(constant):
+        raise ValueError(constant)
+
+    try:
+        json.loads(text, parse_constant=refuse)
+    except ValueError:
+        return False
+    return True
+
+
+def _json_documents(rng: random.Random, count: int) -> list[str]:
+    """JSON texts of random values, written in varied ways, and broken copies of them."""
+    def value(depth):
+        kind = rng.randrange(6 if depth else 4)
+        if kind == 0:
+            return rng.choice([None, True, False, 0, -1.5e-3, 12, "", "é\n\"\\/😀", 1e300])
+        if kind in (1, 2, 3):
+            return rng.choice(["x", 3, None, 0.5, "a\u0001b"])
+        if kind == 4:
+            return [value(depth - 1) for _ in range(rng.randint(0, 3))]
+        return {rng.choice(["a", "é", "k\"", ""]): value(depth - 1) for _ in range(rng.randint(0, 3))}
+
+    out = []
+    for _ in range(count):
+        doc = json.dumps(value(rng.randint(0, 9)), ensure_ascii=rng.random() < 0.5,
+                         indent=rng.choice([None, 1, "\t"]), separators=rng.choice([None, (",", ":"), (" , ", " : ")]))
+        doc = rng.choice(["", " ", "\n"]) + doc + rng.choice(["", "\r\n", " "])
+        out.append(doc)
+        at = rng.randrange(len(doc) + 1)
+        out.append(doc[:at] + rng.choice(["", ",", "]", "}", '"', ":", "\\", "x", "1", "\u0007"]) + doc[at + 1:])
+    return out
+
+
+def test_draft_7_json_content_is_a_callee_exact_at_any_depth():
+    """A string whose content is a JSON text (draft 7's ``contentMediaType:
+    application/json``) is accepted exactly when the content parses, at any depth, with
+    any whitespace, escape and number spelling inside; non-strings are not content."""
+    schema = {"$schema": DRAFT_7, "type": "object", "properties": {"doc": {"contentMediaType": "application/json"}}}
+    language = schema_to_dfa(schema)
+    assert not language.notes and language.recursive  # the document is a callee of its own
+    hand = ['{"foo": "bar"}', "{:}", "", " ", "NaN", "01", "-0.5E+3", '"\\u00e9"', "[" * 30 + "]" * 30,
+            "[" * 30 + "]" * 29, '{"a":1,}', "1 2", "\ttrue\n", '"\\ud800"', '"a\tb"']
+    docs = hand + _json_documents(random.Random(5), 150)
+    verdicts = [_is_json_text(doc) for doc in docs]
+    assert 50 < sum(verdicts) < len(docs) - 50
+    wrong = [doc for doc, valid in zip(docs, verdicts)
+             if language.automaton.matches(text_of({"doc": doc}).encode()) != valid]
+    assert not wrong, wrong[:5]
+    assert language.automaton.matches(b'{"doc": 100}') and language.automaton.matches(b'{"doc": [1]}')
+
+
+def test_draft_7_json_content_inside_products_is_cut_on_the_safe_side():
+    """Inside ``not`` the document is unrolled: shallow texts exact, deep ones refused
+    whichever side they are on, and never an invalid one accepted."""
+    schema = {"$schema": DRAFT_7, "type": "string", "not": {"contentMediaType": "application/json"}}
+    automaton = schema_to_dfa(schema).automaton
+    docs = _json_documents(random.Random(6), 150)
+    for doc in docs:
+        valid = not _is_json_text(doc)
+        got = automaton.matches(text_of(doc).encode())
+        assert got == valid or (not got and doc.count("[") + doc.count("{") > 3), doc
+
+
+def test_draft_7_content_media_types_that_are_not_checked():
+    """Base64 of a JSON text is refused (a note when relaxed); other media types are
+    annotations, with a note; from 2019-09 on the keyword is an annotation."""
+    encoded = {"$schema": DRAFT_7, "contentMediaType": "application/json", "contentEncoding": "base64"}
+    with pytest.raises(SchemaError, match="encoded as base64") as info:
+        schema_to_dfa(encoded)
     assert info.value.pointer.endswith("/contentMediaType")
-    assert any("contentMediaType not enforced" in n for n in schema_to_dfa(json_media, JsonSchemaOptions(strict=False)).notes)
+    relaxed = schema_to_dfa(encoded, JsonSchemaOptions(strict=False))
+    assert any("contentMediaType not enforced" in n for n in relaxed.notes)
+    assert relaxed.automaton.matches(b'"ezp9Cg=="') and not relaxed.automaton.matches(b'"{}"')  # still base64
     html = schema_to_dfa({"$schema": DRAFT_7, "contentMediaType": "text/html"})
     assert html.notes == ["#/contentMediaType: 'text/html' is an annotation (not checked)"]
-    assert not schema_to_dfa({"contentMediaType": "application/json"}).notes  # 2020-12: an annotation by the spec
+    later = schema_to_dfa({"contentMediaType": "application/json"})
+    assert not later.notes and later.automaton.matches(b'"{:}"')  # 2020-12: an annotation by the spec
 
 
 # -- numbers ---------------------------------------------------------------------------------------------------------

@@ -44,6 +44,8 @@ LONG_TEXT = {"type": "object", "properties": {"text": {"type": "string", "minLen
 LONG_ENOUGH = {"type": "object", "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 600},
                                                 "t": {"type": "integer"}}, "required": ["s"]}
 # Recursive definitions, each a callee of its own (see the last section).
+JSON_TEXT = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+             "properties": {"doc": {"type": "string", "contentMediaType": "application/json"}}, "required": ["doc"]}
 TREE = {"$defs": {"node": {"type": "object", "properties": {
     "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
     "required": ["v"], "additionalProperties": False}}, "$ref": "#/$defs/node"}
@@ -164,6 +166,9 @@ WALKS = [
     (MUTUAL, b'{"fn": "a", "args": [{"fn": "b", "args": [1, {"fn": "c", "args": [{"fn": "de', 13),
     # array items as a callee, one item short of maxItems
     (MANY_ITEMS, b"[" + b'{"a": 1}, ' * 199 + b'{"a": 2, "b": "x', 15),
+    # a JSON text inside a string (draft 7 application/json content): a callee whose characters are escaped
+    (JSON_TEXT, b'{"doc": "{\\"a\\": [1, {\\"b\\": [[\\"x\\\\n', 16),
+    (JSON_TEXT, b'{"doc": " [1e', 17),
     # a shared definition: inside its callee, called from an array
     (SHARED, b'{"p0": {"id": 7}, "list": [{"id": 1, "tags": ["ab"]}, {"id": 2, "meta": {"x": 1', 14),
 ]

@@ -31,6 +31,7 @@ from ...automata.dfa_ops import (any_suffix_marker, difference, has_any_suffix, 
 from ...automata.pushdown import CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, call_marker, called_symbols, expand_calls, has_calls
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
+from .content import json_text_callee, json_text_dfa, json_text_string
 from .document import Loc, SchemaDocument
 from .formats import FORMAT_MAX_LENGTH, FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
@@ -52,6 +53,8 @@ WS_BYTES = b" \t\n\r"
 OPERAND_ANY_DEPTH = 3
 # What _callee_symbols records for a recursive definition no value meets (not a byte).
 _NO_VALUE = -1
+# The _callee_symbols key of the callee of JSON documents inside strings (no schema pointer looks so).
+_JSON_TEXT = ("contentMediaType: application/json",)
 # property_order="any" tracks the set of members written: 2**k states per object.
 MAX_ANY_ORDER_MEMBERS = 6
 #: Call symbols the shared definitions leave free, for recursive definitions.
@@ -611,6 +614,10 @@ class SchemaEmitter:
         return self._array_tree(spec, chain)
 
     def _string_tree(self, spec: Spec) -> RegexNode:
+        if spec.json_content:
+            tree = self._json_text(spec)
+            if tree is not None:
+                return tree
         formats = []
         for name, loc in spec.formats:
             if name in FORMATS:
@@ -642,6 +649,29 @@ class SchemaEmitter:
             raise SchemaError(_string_blame(spec, patterns, formats, err.reason), _string_pointer(spec)) from None
         self.sizes.append((_string_pointer(spec), _embedded_states(tree)))
         return tree
+
+    def _json_text(self, spec: Spec) -> RegexNode | None:
+        """A string whose content is a JSON text (draft 7's ``contentMediaType:
+        application/json``): a call into the document's callee, or, inside a product's
+        operands, the document unrolled to the operand depth and cut by polarity (see
+        :mod:`.content`).  None where it cannot be enforced and ``strict`` is off."""
+        loc = spec.json_content[0]
+        if spec.patterns or spec.formats or spec.min_length or spec.max_length is not None:
+            self._unenforced(loc, "contentMediaType", "a JSON document with other string constraints is not checked")
+            return None
+        if not self._shareable(NO_SLOTS):
+            self.cuts += 1
+            depth = OPERAND_ANY_DEPTH if self.max_any_depth is None else self.max_any_depth
+            return json_text_string(Automaton(json_text_dfa(depth, self.over)))
+        if _JSON_TEXT not in self._callee_symbols:
+            symbol = self._callee_symbols[_JSON_TEXT] = self._free_callee_symbol()
+            if symbol is not None:
+                self.callees[symbol] = json_text_callee(symbol)
+        symbol = self._callee_symbols[_JSON_TEXT]
+        if symbol is None:
+            self._unenforced(loc, "contentMediaType", "no call symbol is left for the document's callee")
+            return None
+        return json_text_string(Automaton(call_marker(symbol)))
 
     def _number_tree(self, spec: Spec, integer: bool) -> RegexNode:
         low, high = spec.minimum, spec.maximum

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from .content import JSON_MEDIA_TYPE
 from .document import Loc, SchemaDocument
 
 __all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order", "place_branch",
@@ -102,6 +103,7 @@ class Spec:
     max_length: int | None = None
     patterns: list[tuple[str, Loc]] = field(default_factory=list)
     formats: list[tuple[str, Loc]] = field(default_factory=list)
+    json_content: list[Loc] = field(default_factory=list)  # draft 7 contentMediaType: application/json
     # numbers
     minimum: tuple[Decimal, bool] | None = None
     maximum: tuple[Decimal, bool] | None = None
@@ -495,10 +497,10 @@ def _absorb_content(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
 
     Draft 7 lets validators assert them (the official suite's optional tests do; from
     2019-09 on they are annotations only), so they are not ignored silently: base64 is
-    a regular language and is enforced; a JSON document inside a string nests without
-    bound, so ``application/json`` cannot be checked by an automaton and is refused in
-    strict mode; other encodings are refused too; other media types (which no
-    validator checks) are annotations, with a note.
+    a regular language and is enforced; ``application/json`` content is a callee of its
+    own (:mod:`.content`), except under an encoding (the document would be base64 of
+    a JSON text), which is refused in strict mode, as other encodings are; other media
+    types (which no validator checks) are annotations, with a note.
     """
     node = loc.node
     encoding, media = node.get("contentEncoding"), node.get("contentMediaType")
@@ -508,13 +510,14 @@ def _absorb_content(doc: SchemaDocument, spec: Spec, loc: Loc) -> None:
         else:
             spec.unsupported.append((loc, "contentEncoding", f"encoding {encoding!r} is not checked"))
     if isinstance(media, str):
-        if media.split(";")[0].strip().lower() == "application/json":
-            spec.unsupported.append((loc, "contentMediaType", "a JSON document inside a string nests without bound, "
-                                     "which no regular language checks"))
-        else:
+        if media.split(";")[0].strip().lower() != JSON_MEDIA_TYPE:
             note = f"{loc.pointer or '#'}/contentMediaType: {media!r} is an annotation (not checked)"
             if note not in doc.notes:
                 doc.notes.append(note)
+        elif isinstance(encoding, str):
+            spec.unsupported.append((loc, "contentMediaType", f"a JSON document encoded as {encoding} is not checked"))
+        else:
+            spec.json_content.append(loc)
 
 
 def _decimal(loc: Loc, keyword: str) -> Decimal | None:
@@ -573,7 +576,7 @@ def copy_spec(spec: Spec) -> Spec:
         properties={k: list(v) for k, v in spec.properties.items()}, required=dict(spec.required),
         key_rules=list(spec.key_rules), property_names=list(spec.property_names),
         prefix_items=[list(p) for p in spec.prefix_items], rest_items=list(spec.rest_items),
-        contains=list(spec.contains), patterns=list(spec.patterns),
+        contains=list(spec.contains), patterns=list(spec.patterns), json_content=list(spec.json_content),
         unevaluated_properties=list(spec.unevaluated_properties), unevaluated_items=list(spec.unevaluated_items), formats=list(spec.formats),
         multiples=list(spec.multiples), any_of=list(spec.any_of), one_of=list(spec.one_of), nots=list(spec.nots),
         listed_before=dict(spec.listed_before), own_after=dict(spec.own_after),

@@ -93,7 +93,14 @@ def _encode_charset(ranges: tuple[tuple[int, int], ...]) -> RegexNode:
 
 
 def encode_chars(node: RegexNode) -> RegexNode:
-    """The tree of the JSON-encoded forms of the strings of ``node`` (a code-point tree)."""
+    """The tree of the JSON-encoded forms of the strings of ``node`` (a code-point tree).
+
+    An :class:`Automaton` inside it is bytes already (encoded before, or a call or a
+    mark, which are no characters) and is kept as it is: escaping maps each character
+    on its own, so what stands between the characters needs nothing.
+    """
+    if isinstance(node, Automaton):
+        return node
     if isinstance(node, CharSet):
         return _encode_charset(node.ranges)
     if isinstance(node, Concat):
@@ -105,7 +112,7 @@ def encode_chars(node: RegexNode) -> RegexNode:
     if isinstance(node, Graph):
         return Graph(node.num_states, node.start, node.finals,
                      tuple((a, encode_chars(item), b) for a, item, b in node.edges))
-    raise TypeError(f"cannot encode {type(node).__name__}")  # Automaton: already bytes
+    raise TypeError(f"cannot encode {type(node).__name__}")
 
 
 def encoded_string(text: str) -> str:
