@@ -238,13 +238,15 @@ def generate_json(
     """
     import json
 
-    from .grammar.json_schema import UNSATISFIABLE
+    from .grammar.json_schema import UNSATISFIABLE, UNSATISFIABLE_WITHIN_CUTS
     from .samplers.processor import compiler_for
 
     compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_json_schema(
         schema, whitespace=whitespace, strict=strict)
     if UNSATISFIABLE in compiled.notes:  # say so now, not "no token is allowed" after the prompt
         raise SchemaError("no JSON value satisfies this schema (its keywords contradict each other)", "#")
+    if UNSATISFIABLE_WITHIN_CUTS in compiled.notes:
+        raise SchemaError(UNSATISFIABLE_WITHIN_CUTS[3:], "#")
     texts = generate_constrained(compiled, prompt, model, tokenizer, diffusion=diffusion, **generate_kwargs)
     values = [json.loads(text) for text in ([texts] if isinstance(texts, str) else texts)]
     if compiled.notes:

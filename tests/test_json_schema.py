@@ -25,7 +25,7 @@ import jsonschema
 import pytest
 
 from constrain import Compiler, Matcher, SchemaError
-from constrain.grammar.json_schema import UNSATISFIABLE, JsonSchemaOptions, schema_to_dfa
+from constrain.grammar.json_schema import UNSATISFIABLE, UNSATISFIABLE_WITHIN_CUTS, JsonSchemaOptions, schema_to_dfa
 from constrain.grammar.json_schema.document import resolve_uri
 from constrain.grammar.json_schema.spec import absorption_order, merge_orders
 from constrain.testing import bitmask_to_ids, json_schema_instance_text, value_depth
@@ -1423,6 +1423,30 @@ def test_cuts_in_a_language_taken_away_over_approximate(schema):
     assert not wrong, wrong[:5]
     shallow = [v for v in values if value_depth(v) <= 2]
     assert_agrees(schema, shallow)
+
+
+def test_a_language_emptied_by_depth_cuts_says_so():
+    """Inside a product, a schema whose values all nest past the unrolled depth compiles to
+    nothing (sound) with a note that names the cut, not "unsatisfiable"; raised, it compiles."""
+    schema = {"$defs": {"n": {"type": "object", "required": ["k"],
+                              "properties": {"k": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/n"}]}}}},
+              "not": {"type": "string"}, "allOf": [{"$ref": "#/$defs/n"}], "properties": {"k": {"type": "object"}}}
+    cut = schema_to_dfa(schema, JsonSchemaOptions(max_recursion=1))
+    assert cut.notes == [UNSATISFIABLE_WITHIN_CUTS] and not cut.automaton.is_prefix(b"{")
+    assert schema_to_dfa(schema).automaton.matches(b'{"k": {"k": null}}')
+    assert schema_to_dfa({"type": "string", "not": {"type": "string"}}).notes == [UNSATISFIABLE]
+
+
+def test_a_definition_merged_twice_into_one_value_counts_once_toward_max_recursion():
+    """allOf of two schemas that both $ref one recursive definition merge it once: counted
+    twice, the recursion was cut a level early (Handwritten notnames9's al7 and al9)."""
+    schema = {"$defs": {"n": {"type": "object", "properties": {"k": {"$ref": "#/$defs/both"}}},
+                        "a": {"$ref": "#/$defs/n"}, "b": {"$ref": "#/$defs/n"},
+                        "both": {"allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]}},
+              "not": {"type": "string"}, "allOf": [{"$ref": "#/$defs/both"}]}
+    automaton = schema_to_dfa(schema).automaton
+    assert automaton.matches(b'{"k": {"k": {}}}')  # three levels of "both": max_recursion
+    assert not automaton.matches(b'{"k": 1}')
 
 
 ORDERED_P = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "k": {"$ref": "#/$defs/p"}}}

@@ -94,6 +94,19 @@ def test_generate_json_refuses_an_unsatisfiable_schema_before_decoding(llama3):
         generate_json(schema, "JSON:", _tiny_llama(len(tokenizer), seed=5), tokenizer, max_new_tokens=4)
 
 
+def test_generate_json_refuses_a_schema_emptied_by_depth_cuts_saying_so(llama3):
+    """Every value of this schema nests four definitions deep inside a ``not``, one past
+    what products unroll: refused before decoding, naming the cut rather than a contradiction."""
+    tokenizer, _ = llama3
+    schema = {"$defs": {"n": {"type": "object", "required": ["k"],
+                              "properties": {"k": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/n"}]}}}},
+              "not": {"type": "string"}, "allOf": [{"$ref": "#/$defs/n"}],
+              "properties": {"k": {"type": "object", "properties": {"k": {"type": "object", "properties": {
+                  "k": {"type": "object"}}}}}}}
+    with pytest.raises(SchemaError, match="it may need deeper values"):
+        generate_json(schema, "JSON:", _tiny_llama(len(tokenizer), seed=5), tokenizer, max_new_tokens=4)
+
+
 def test_hypothesis_instances_accepted(bench_rows, llama3):
     tokenizer, info = llama3
     compiler = Compiler(info, cache_dir=False)

@@ -23,13 +23,19 @@ from .emit import WHITESPACE_MODES, WS_BYTES, Layout, SchemaEmitter, any_value_c
 from .strings import CountedString, counted_string_callee
 from .trees import NOTHING, seq
 
-__all__ = ["JsonSchemaOptions", "SchemaLanguage", "schema_to_dfa", "load_schema", "pushdown_automaton", "UNSATISFIABLE"]
+__all__ = ["JsonSchemaOptions", "SchemaLanguage", "schema_to_dfa", "load_schema", "pushdown_automaton", "UNSATISFIABLE",
+           "UNSATISFIABLE_WITHIN_CUTS"]
 
 
 # The language of a schema no value satisfies: one state, no transitions, not accepting.
 EMPTY_LANGUAGE = ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.zeros(1, dtype=bool), 0)
 #: The note an unsatisfiable schema's compile carries (``generate_json`` refuses to decode it).
 UNSATISFIABLE = "#: no JSON value satisfies this schema"
+#: Said instead when products cut something on the way (their operands are unrolled to a
+#: depth), so the schema may only need values deeper than the cut.
+UNSATISFIABLE_WITHIN_CUTS = ("#: no JSON value satisfies this schema within the depths that not/oneOf/if/contains "
+                             "unroll (recursion max_recursion times, free-form values 3 levels): it may need deeper "
+                             "values (raise max_recursion)")
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,29 @@ def pushdown_automaton(dfa: ByteDFA, callee: ByteDFA | None, counted, margin: in
     return PushdownDFA(dfa, callee, callees, recursive, counted_symbols)
 
 
+def _empty(emitter: SchemaEmitter, values_past_cuts) -> SchemaLanguage:
+    """The language of a schema no value meets within the cuts (nothing allowed, not even
+    EOS), with the note that says whether recursion cut where the language is kept may be
+    why: ``values_past_cuts()`` tells, asked only when there was such a cut."""
+    why = UNSATISFIABLE_WITHIN_CUTS if emitter.kept_recursion_cuts and values_past_cuts() else UNSATISFIABLE
+    return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [why])
+
+
+def _has_values_past_cuts(root: Any, options: JsonSchemaOptions, resources: Mapping[str, Any] | None) -> bool:
+    """Whether the schema's language is empty only because of depth cuts: built again with
+    every cut over-approximating (kept operands take any bytes past a cut, those taken away
+    refuse), a superset of its values; empty there too, no value exists at any depth."""
+    emitter = SchemaEmitter(SchemaDocument(root, resources), Layout(options.whitespace), strict=False,
+                            max_recursion=options.max_recursion, max_any_depth=options.max_any_depth,
+                            any_order=options.property_order == "any", over=True)
+    try:
+        tree = emitter.root()
+        dfa = None if tree is NOTHING else build_byte_dfa(seq(emitter.layout.ws, tree, emitter.layout.ws))
+    except (RegexError, SchemaError, RecursionError):  # cannot tell: say the cuts may be why
+        return True
+    return dfa is not None and dfa.accepting.any() and _productive(dfa, emitter.callees) is not None
+
+
 def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
                   resources: Mapping[str, Any] | None = None) -> SchemaLanguage:
     """Compile a schema (dict, JSON text or pydantic model) to the DFA of its JSON texts.
@@ -122,14 +151,19 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
         Malformed schemas, unresolvable references, keywords that cannot be
         enforced exactly (in strict mode), and schemas no value satisfies.
     """
-    doc = SchemaDocument(load_schema(schema), resources)
+    root = load_schema(schema)
+    doc = SchemaDocument(root, resources)
     layout = Layout(options.whitespace)
+
+    def values_past_cuts() -> bool:
+        return _has_values_past_cuts(root, options, resources)
+
     emitter = SchemaEmitter(doc, layout, strict=options.strict, max_recursion=options.max_recursion,
                             max_any_depth=options.max_any_depth, any_order=options.property_order == "any")
     try:
         tree = emitter.root()
         if tree is NOTHING:  # e.g. `false`: a valid compile whose matcher allows nothing, not even EOS
-            return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [UNSATISFIABLE])
+            return _empty(emitter, values_past_cuts)
         dfa = build_byte_dfa(seq(layout.ws, tree, layout.ws), minimize=False)
         # Cuts over-approximate only inside a language taken away, which is widened there.
         assert not any(map(has_any_suffix, [dfa, *emitter.callees.values()])), "an ANY_SUFFIX cut escaped a product"
@@ -140,7 +174,7 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
         raise SchemaError("the schema nests too deeply to compile", "#") from None
     live = _productive(dfa, emitter.callees) if dfa.accepting.any() else None
     if live is None:  # emptiness found only by the set operations (oneOf, not, ...) or by recursion
-        return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [UNSATISFIABLE])
+        return _empty(emitter, values_past_cuts)
     dfa, recursive = live
     symbols = list(recursive)
     (dfa, *bodies), counted, counted_symbols = _inline_short_counts([dfa, *recursive.values()], emitter.counted)

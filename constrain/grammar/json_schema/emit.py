@@ -112,7 +112,7 @@ class SchemaEmitter:
 
     def __init__(self, doc: SchemaDocument, layout: Layout, *, strict: bool, max_recursion: int,
                  max_any_depth: int | None,
-                 any_order: bool = False) -> None:
+                 any_order: bool = False, over: bool = False) -> None:
         self.doc = doc
         self.any_order = any_order
         self.layout = layout
@@ -129,11 +129,16 @@ class SchemaEmitter:
         self.spelling_sensitive = 0
         #: Whether the language being built is taken away from another (by ``not``, the
         #: ``if`` before ``else``, another ``oneOf`` branch): its cuts over-approximate
-        #: (see :meth:`_taken_away`).  Flips at every nested product.
-        self.over = False
+        #: (see :meth:`_taken_away`).  Flips at every nested product.  Set from the start,
+        #: every cut of the whole language over-approximates (a probe: does the schema have
+        #: values only past a cut?).
+        self.over = over
         #: Counts the choices that depend on ``over`` (a depth bound met: a recursion cut or
         #: a free-form value expanded), so an operand built both ways knows whether they differ.
         self.cuts = 0
+        #: Recursion cuts in a language kept (they refuse the deeper values): where the whole
+        #: language comes out empty, these may be why (see ``schema_to_dfa``).
+        self.kept_recursion_cuts = 0
         # (pointer, states) of the string and recursion automata built: what grew, when the whole is too large.
         self.sizes: list[tuple[str, int]] = []
         # The strings that are counted callees: COUNTED_SYMBOLS[j] calls entry j.
@@ -407,7 +412,10 @@ class SchemaEmitter:
             if not spec.depth_limited:
                 return NOTHING
             self.cuts += 1  # cut by max_recursion: refused where kept, anything where taken away
-            return Automaton(any_suffix_marker()) if self.over else NOTHING
+            if self.over:
+                return Automaton(any_suffix_marker())
+            self.kept_recursion_cuts += 1
+            return NOTHING
         self._check_unsupported(spec)
         if spec.enums:
             return self._enum_tree(spec)

@@ -161,6 +161,7 @@ class SpecWalk:
         self.doc = doc
         self.chain = chain
         self.max_recursion = max_recursion
+        self.first = len(chain)  # chain[first:]: the references this walk merged into its record
         self.root: Loc | None = None  # unevaluated* is exact only at the schema the walk started from
 
     def absorb(self, spec: Spec, loc: Loc, active: frozenset[str]) -> Spec:
@@ -202,6 +203,11 @@ class SpecWalk:
         key = target.key
         if key in active:
             raise loc.error(f"{keyword} {loc.node[keyword]!r} refers back to itself without any structure between", keyword)
+        if key in self.chain[self.first:]:
+            # Merged into this record already (two allOf branches that both $ref one
+            # definition): allOf of a schema with itself is that schema, and counting it
+            # twice would cut a recursion one level early.
+            return spec
         if self.chain.count(key) >= self.max_recursion:
             spec.impossible = True
             spec.depth_limited = True
