@@ -17,7 +17,9 @@ import base64
 import functools
 import itertools
 import json
+import math
 import random
+import re
 from decimal import Decimal
 from fractions import Fraction
 
@@ -989,14 +991,22 @@ def test_draft_7_content_encoding_base64_is_enforced_and_later_drafts_annotate_i
 
 
 def _is_json_text(text: str) -> bool:
-    """The oracle for draft 7's ``application/json`` content: RFC 8259 (no NaN or Infinity)."""
-    def refuse(constant):
-        raise ValueError(constant)
-
+    """The oracle for draft 7's ``application/json`` content: RFC 8259, so Python's own
+    extensions (NaN, Infinity) are no JSON text."""
     try:
-        json.loads(text, parse_constant=refuse)
+        parsed = json.loads(text)
     except ValueError:
         return False
+    return not re.search(r"\bNaN\b|\bInfinity\b", text) or _no_special_floats(parsed)
+
+
+def _no_special_floats(value) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(map(_no_special_floats, value))
+    if isinstance(value, dict):
+        return all(map(_no_special_floats, value.values()))
     return True
 
 
@@ -1051,6 +1061,16 @@ def test_draft_7_json_content_inside_products_is_cut_on_the_safe_side():
         valid = not _is_json_text(doc)
         got = automaton.matches(text_of(doc).encode())
         assert got == valid or (not got and doc.count("[") + doc.count("{") > 3), doc
+
+
+def test_draft_7_content_keywords_filter_enum_values():
+    """``jsonschema`` does not assert draft 7's content keywords, so enum values are checked
+    against them here: a const that is not base64, or not a JSON text, is no value."""
+    assert not dfa_for({"$schema": DRAFT_7, "contentEncoding": "base64", "const": "%%%"}).matches(b'"%%%"')
+    both = dfa_for({"$schema": DRAFT_7, "contentEncoding": "base64", "enum": ["%%%", "YQ=="]})
+    assert both.matches(b'"YQ=="') and not both.matches(b'"%%%"')
+    documents = dfa_for({"$schema": DRAFT_7, "contentMediaType": "application/json", "enum": ["{:}", "[1]", 3]})
+    assert [documents.matches(t) for t in (b'"[1]"', b'"{:}"', b"3")] == [True, False, True]
 
 
 def test_draft_7_content_media_types_that_are_not_checked():
@@ -1403,6 +1423,11 @@ def _deep_values():
     # Twice taken away is kept: the polarity flips back.
     {"not": {"not": {"type": "object", "properties": {"k": {"type": "object"}}}}},
     {"not": {"oneOf": [{"$ref": "#/$defs/n"}, {"type": "object", "required": ["k"]}]}, "$defs": KEYED},
+    # A oneOf branch that is only a recursion cut: empty where kept, a mark where taken away.
+    {"$defs": {"t": {"type": "array", "items": {"oneOf": [{"$ref": "#/$defs/t"}, {"type": "integer"}]}}},
+     "not": {"$ref": "#/$defs/t"}},
+    {"$defs": {"t": {"type": "array", "items": {"oneOf": [{"$ref": "#/$defs/t"}, {"type": "integer"}]}}},
+     "if": {"$ref": "#/$defs/t"}, "then": False},
     # contains counts the items that meet it: those cut must be neither counted nor missed wrongly.
     {"type": "array", "contains": {"type": "array", "items": {"type": "array"}}, "maxContains": 1},
     {"type": "array", "contains": {"$ref": "#/$defs/n"}, "minContains": 1, "$defs": KEYED},
@@ -1435,6 +1460,19 @@ def test_a_language_emptied_by_depth_cuts_says_so():
     assert cut.notes == [UNSATISFIABLE_WITHIN_CUTS] and not cut.automaton.is_prefix(b"{")
     assert schema_to_dfa(schema).automaton.matches(b'{"k": {"k": null}}')
     assert schema_to_dfa({"type": "string", "not": {"type": "string"}}).notes == [UNSATISFIABLE]
+
+
+def test_sibling_references_to_one_definition_are_no_recursion():
+    """Four allOf branches that $ref one definition, or an allOf and an if that do, merge
+    it once: counted as recursion they cut the value away (inside not, they took it away)."""
+    defs = {"s": {"type": "string"}}
+    four = {"$defs": defs, "allOf": [{"$ref": "#/$defs/s"}] * 4}
+    assert dfa_for(four).matches(b'"a"') and not dfa_for(four).matches(b"1")
+    negated = {"$defs": defs, "not": {"allOf": [{"$ref": "#/$defs/s"}] * 4}}
+    assert dfa_for(negated).matches(b"1") and not dfa_for(negated).matches(b'"a"')
+    conditional = {"$defs": defs, "allOf": [{"$ref": "#/$defs/s"}], "if": {"$ref": "#/$defs/s"}, "then": {"minLength": 2}}
+    automaton = schema_to_dfa(conditional, JsonSchemaOptions(max_recursion=1)).automaton
+    assert [automaton.matches(t) for t in (b'"a"', b'"ab"', b"1")] == [False, True, False]
 
 
 def test_a_definition_merged_twice_into_one_value_counts_once_toward_max_recursion():

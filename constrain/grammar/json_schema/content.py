@@ -19,6 +19,7 @@ instead, cut on the side the operand's polarity asks for.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 
 from ...automata.byte_dfa import ByteDFA, build_byte_dfa
@@ -28,10 +29,21 @@ from ..regex import Automaton, RegexNode
 from .strings import encode_chars
 from .trees import DIGIT, NONZERO, alt, cls, lit, opt, plus, rep, seq, star
 
-__all__ = ["JSON_MEDIA_TYPE", "json_text_string", "json_text_callee", "json_text_dfa"]
+__all__ = ["JSON_MEDIA_TYPE", "json_text_string", "json_text_callee", "json_text_dfa", "is_json_text"]
 
 JSON_MEDIA_TYPE = "application/json"
 
+
+def is_json_text(text: str) -> bool:
+    """Whether ``text`` parses as JSON (RFC 8259: no NaN or Infinity), for enum values."""
+    def refuse(constant: str) -> None:
+        raise ValueError(constant)
+
+    try:
+        json.loads(text, parse_constant=refuse)
+    except ValueError:
+        return False
+    return True
 
 
 def _chars(*chars: str) -> RegexNode:

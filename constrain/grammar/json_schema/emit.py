@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -31,13 +32,13 @@ from ...automata.dfa_ops import (any_suffix_marker, difference, has_any_suffix, 
 from ...automata.pushdown import CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, call_marker, called_symbols, expand_calls, has_calls
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
-from .content import json_text_callee, json_text_dfa, json_text_string
+from .content import is_json_text, json_text_callee, json_text_dfa, json_text_string
 from .document import Loc, SchemaDocument
 from .formats import FORMAT_MAX_LENGTH, FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
 from .sharing import shared_definitions
 from .slots import shared_slots
-from .spec import (ANNOTATION_KEYWORDS, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec, place_branch, ref_keyword,
+from .spec import (ANNOTATION_KEYWORDS, BASE64_PATTERN, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec, place_branch, ref_keyword,
                    spec_of)
 from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, PATTERN_COUNT, SHORT_STRING, CountedString,
                       any_string_dfa, bounds_implied, counted_states, encode_chars, encoded_string, pattern_tree,
@@ -905,7 +906,7 @@ class SchemaEmitter:
         for other in spec.enums[1:]:
             keys = {_json_key(v) for v in other}
             candidates = [v for v in candidates if _json_key(v) in keys]
-        kept = [v for v in _unique(candidates) if self._valid(v, spec)]
+        kept = [v for v in _unique(candidates) if self._valid(v, spec) and _meets_content(v, spec)]
         return alt(*(self._literal(v, spec.slots) for v in kept))
 
     def _valid(self, value: Any, spec: Spec) -> bool:
@@ -929,6 +930,11 @@ class SchemaEmitter:
         except (jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError, LookupError) as err:
             raise SchemaError(f"cannot check enum value {value!r} against the rest of the schema: {err}",
                               spec.sources[0].pointer or "#") from None
+        except BaseException as err:  # the validator's own failures (a Rust panic is no Exception)
+            if isinstance(err, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+                raise
+            raise SchemaError(f"cannot check enum value {value!r} against the rest of the schema: the validator "
+                              f"failed ({type(err).__name__})", spec.sources[0].pointer or "#") from None
 
     def _literal(self, value: Any, slots: Slots = NO_SLOTS) -> RegexNode:
         """The text of an enum/const value: members in the value's own order, except the
@@ -1375,12 +1381,17 @@ def _joined(items: list[RegexNode], separator: RegexNode) -> list[RegexNode]:
 
 def _exactly_one(kept: list[ByteDFA | None], removed: list[ByteDFA | None]) -> RegexNode:
     """Texts in exactly one of the languages: each branch's ``kept`` language minus the
-    union of the others' ``removed`` ones (prefix/suffix unions)."""
-    live = [(k, r) for k, r in zip(kept, removed) if r is not None]
+    union of the others' ``removed`` ones (prefix/suffix unions).
+
+    A branch is dropped only when both of its languages are empty: the two are built
+    with opposite cuts, so one may be empty without the other (a branch that is only a
+    recursion cut keeps the mark that over-approximates it, and takes nothing away).
+    """
+    live = [(k, r) for k, r in zip(kept, removed) if k is not None or r is not None]
     out = []
     before: list[ByteDFA | None] = [None]
     for _, dfa in live[:-1]:
-        before.append(dfa if before[-1] is None else union(before[-1], dfa))
+        before.append(_union_opt(before[-1], dfa))
     after: ByteDFA | None = None
     for index in range(len(live) - 1, -1, -1):
         others = _union_opt(before[index], after)
@@ -1388,7 +1399,7 @@ def _exactly_one(kept: list[ByteDFA | None], removed: list[ByteDFA | None]) -> R
         only = mine if others is None or mine is None else difference(mine, others)
         if only is not None:
             out.append(Automaton(only))
-        after = dfa if after is None else union(after, dfa)
+        after = _union_opt(after, dfa)
     return alt(*reversed(out))
 
 
@@ -1459,6 +1470,16 @@ def _int_high(bound) -> int | None:
     value, exclusive = bound
     high = math.floor(value)
     return high - 1 if exclusive and high == value else high
+
+
+def _meets_content(value: Any, spec: Spec) -> bool:
+    """Draft 7's content keywords on an enum value, which ``jsonschema`` does not assert:
+    base64 (the pattern ``spec._absorb_content`` adds) and a JSON text inside the string."""
+    if not isinstance(value, str):
+        return True
+    if any(pattern == BASE64_PATTERN for pattern, _ in spec.patterns) and not re.search(BASE64_PATTERN, value):
+        return False
+    return not spec.json_content or is_json_text(value)
 
 
 def _json_key(value: Any, signed_zero: bool = True) -> str:

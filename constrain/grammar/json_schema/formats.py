@@ -124,6 +124,7 @@ FORMAT_NOTES: dict[str, str] = {
     "hostname": "labels with '--' in the third and fourth places (IDNA A-labels such as 'xn--...') are refused",
     "email": "dot-atom local parts and hostname or [IPv4] domains (no quoted local parts)",
     "iri": "ASCII URIs only (no non-ASCII characters)",
+    "uri-template": "an apostrophe is allowed in literals (RFC 6570 leaves it out; the official test suite allows it)",
     "iri-reference": "ASCII URI references only",
 }
 

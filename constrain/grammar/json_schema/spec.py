@@ -129,6 +129,7 @@ class Spec:
     slots: Slots = NO_SLOTS  # member positions shared with other operands (see slots.py)
     impossible: bool = False
     depth_limited: bool = False  # impossible only because recursion was unrolled to its bound
+    merged_refs: frozenset[str] = frozenset()  # $ref targets merged into this record (this value)
 
     def require(self, names: Iterable[Any]) -> None:
         """Add the string names of a ``required`` list, keeping the first mention's place."""
@@ -161,7 +162,6 @@ class SpecWalk:
         self.doc = doc
         self.chain = chain
         self.max_recursion = max_recursion
-        self.first = len(chain)  # chain[first:]: the references this walk merged into its record
         self.root: Loc | None = None  # unevaluated* is exact only at the schema the walk started from
 
     def absorb(self, spec: Spec, loc: Loc, active: frozenset[str]) -> Spec:
@@ -203,16 +203,17 @@ class SpecWalk:
         key = target.key
         if key in active:
             raise loc.error(f"{keyword} {loc.node[keyword]!r} refers back to itself without any structure between", keyword)
-        if key in self.chain[self.first:]:
-            # Merged into this record already (two allOf branches that both $ref one
-            # definition): allOf of a schema with itself is that schema, and counting it
-            # twice would cut a recursion one level early.
+        if key in spec.merged_refs:
+            # Merged into this value's record already (two allOf branches, or an allOf
+            # and an if, that $ref one definition): allOf of a schema with itself is that
+            # schema, and counting it twice would cut a recursion a level early.
             return spec
         if self.chain.count(key) >= self.max_recursion:
             spec.impossible = True
             spec.depth_limited = True
             return spec
         self.chain.append(key)
+        spec.merged_refs = spec.merged_refs | {key}
         return self.absorb(spec, target, active | {key})
 
 
