@@ -246,7 +246,7 @@ def generate_json(
     if UNSATISFIABLE in compiled.notes:  # say so now, not "no token is allowed" after the prompt
         raise SchemaError("no JSON value satisfies this schema (its keywords contradict each other)", "#")
     if UNSATISFIABLE_WITHIN_CUTS in compiled.notes:
-        raise SchemaError(UNSATISFIABLE_WITHIN_CUTS[3:], "#")
+        raise SchemaError(UNSATISFIABLE_WITHIN_CUTS.removeprefix("#: "), "#")
     texts = generate_constrained(compiled, prompt, model, tokenizer, diffusion=diffusion, **generate_kwargs)
     values = [json.loads(text) for text in ([texts] if isinstance(texts, str) else texts)]
     if compiled.notes:

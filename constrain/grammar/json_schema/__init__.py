@@ -110,24 +110,39 @@ def pushdown_automaton(dfa: ByteDFA, callee: ByteDFA | None, counted, margin: in
     return PushdownDFA(dfa, callee, callees, recursive, counted_symbols)
 
 
-def _empty(emitter: SchemaEmitter, values_past_cuts) -> SchemaLanguage:
+def _emitter(root: Any, options: JsonSchemaOptions, resources: Mapping[str, Any] | None, *, strict: bool,
+             over: bool = False) -> SchemaEmitter:
+    """An emitter for the schema document ``root`` with the compile's options."""
+    return SchemaEmitter(SchemaDocument(root, resources), Layout(options.whitespace), strict=strict,
+                         max_recursion=options.max_recursion, max_any_depth=options.max_any_depth,
+                         any_order=options.property_order == "any", over=over)
+
+
+def _whole_dfa(emitter: SchemaEmitter) -> ByteDFA | None:
+    """The emitter's language with the document's outer whitespace, not minimised (None:
+    no value); RegexError and RecursionError pass through."""
+    tree = emitter.root()
+    if tree is NOTHING:  # e.g. `false`: a valid compile whose matcher allows nothing, not even EOS
+        return None
+    return build_byte_dfa(seq(emitter.layout.ws, tree, emitter.layout.ws), minimize=False)
+
+
+def _empty(emitter: SchemaEmitter, root: Any, options: JsonSchemaOptions,
+           resources: Mapping[str, Any] | None) -> SchemaLanguage:
     """The language of a schema no value meets within the cuts (nothing allowed, not even
-    EOS), with the note that says whether recursion cut where the language is kept may be
-    why: ``values_past_cuts()`` tells, asked only when there was such a cut."""
-    why = UNSATISFIABLE_WITHIN_CUTS if emitter.kept_recursion_cuts and values_past_cuts() else UNSATISFIABLE
-    return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [why])
+    EOS), with the note that says whether a recursion cut where the language is kept may
+    be why (asked of :func:`_has_values_past_cuts` only when there was such a cut)."""
+    past_cuts = emitter.kept_recursion_cuts and _has_values_past_cuts(root, options, resources)
+    return SchemaLanguage(EMPTY_LANGUAGE, emitter.notes + [UNSATISFIABLE_WITHIN_CUTS if past_cuts else UNSATISFIABLE])
 
 
 def _has_values_past_cuts(root: Any, options: JsonSchemaOptions, resources: Mapping[str, Any] | None) -> bool:
     """Whether the schema's language is empty only because of depth cuts: built again with
     every cut over-approximating (kept operands take any bytes past a cut, those taken away
     refuse), a superset of its values; empty there too, no value exists at any depth."""
-    emitter = SchemaEmitter(SchemaDocument(root, resources), Layout(options.whitespace), strict=False,
-                            max_recursion=options.max_recursion, max_any_depth=options.max_any_depth,
-                            any_order=options.property_order == "any", over=True)
+    emitter = _emitter(root, options, resources, strict=False, over=True)
     try:
-        tree = emitter.root()
-        dfa = None if tree is NOTHING else build_byte_dfa(seq(emitter.layout.ws, tree, emitter.layout.ws))
+        dfa = _whole_dfa(emitter)
     except (RegexError, SchemaError, RecursionError):  # cannot tell: say the cuts may be why
         return True
     return dfa is not None and dfa.accepting.any() and _productive(dfa, emitter.callees) is not None
@@ -152,19 +167,11 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
         enforced exactly (in strict mode), and schemas no value satisfies.
     """
     root = load_schema(schema)
-    doc = SchemaDocument(root, resources)
-    layout = Layout(options.whitespace)
-
-    def values_past_cuts() -> bool:
-        return _has_values_past_cuts(root, options, resources)
-
-    emitter = SchemaEmitter(doc, layout, strict=options.strict, max_recursion=options.max_recursion,
-                            max_any_depth=options.max_any_depth, any_order=options.property_order == "any")
+    emitter = _emitter(root, options, resources, strict=options.strict)
     try:
-        tree = emitter.root()
-        if tree is NOTHING:  # e.g. `false`: a valid compile whose matcher allows nothing, not even EOS
-            return _empty(emitter, values_past_cuts)
-        dfa = build_byte_dfa(seq(layout.ws, tree, layout.ws), minimize=False)
+        dfa = _whole_dfa(emitter)
+        if dfa is None:
+            return _empty(emitter, root, options, resources)
         # Cuts over-approximate only inside a language taken away, which is widened there;
         # a mark left here would let byte 0xC0 through, so this is checked even under -O.
         if any(map(has_any_suffix, [dfa, *emitter.callees.values()])):
@@ -176,7 +183,7 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
         raise SchemaError("the schema nests too deeply to compile", "#") from None
     live = _productive(dfa, emitter.callees) if dfa.accepting.any() else None
     if live is None:  # emptiness found only by the set operations (oneOf, not, ...) or by recursion
-        return _empty(emitter, values_past_cuts)
+        return _empty(emitter, root, options, resources)
     dfa, recursive = live
     symbols = list(recursive)
     (dfa, *bodies), counted, counted_symbols = _inline_short_counts([dfa, *recursive.values()], emitter.counted)

@@ -341,10 +341,14 @@ class SchemaEmitter:
         callees = {symbol: counted.eager_dfa() for symbol, counted in zip(COUNTED_SYMBOLS, self.counted)
                    if symbol in used}
         if CALL in used:
-            depth = OPERAND_ANY_DEPTH if self.max_any_depth is None else self.max_any_depth
-            callees[CALL] = any_value_dfa(self.layout.mode, depth, plain_numbers=True, over=over)
+            callees[CALL] = any_value_dfa(self.layout.mode, self._operand_depth, plain_numbers=True, over=over)
             self.cuts += 1
         return expand_calls(dfa, callees)
+
+    @property
+    def _operand_depth(self) -> int:
+        """How deep free-form values and JSON texts are unrolled inside products' operands."""
+        return OPERAND_ANY_DEPTH if self.max_any_depth is None else self.max_any_depth
 
     def _taken(self, dfa: ByteDFA | None) -> ByteDFA | None:
         """A language to take away from another, whole: built with ``over`` flipped, its
@@ -670,8 +674,7 @@ class SchemaEmitter:
             return None
         if not self._shareable(NO_SLOTS):
             self.cuts += 1
-            depth = OPERAND_ANY_DEPTH if self.max_any_depth is None else self.max_any_depth
-            return json_text_string(Automaton(json_text_dfa(depth, self.over)))
+            return json_text_string(Automaton(json_text_dfa(self._operand_depth, self.over)))
         if _JSON_TEXT not in self._callee_symbols:
             symbol = self._callee_symbols[_JSON_TEXT] = self._free_callee_symbol()
             if symbol is not None:
