@@ -22,7 +22,7 @@ from conftest import shared_data_dir
 from constrain import SchemaError
 from constrain.bench.data import Case, Instance, load_jsonschemabench, load_test_suite
 from constrain.bench.engines import ConstrainEngine, Engine, LLGuidanceEngine, optional_import
-from constrain.bench.maskbench import run_cases, set_up_engines
+from constrain.bench.maskbench import run_cases, set_up_engines, tokenize_case
 from constrain.bench.report import render_jsonschemabench, run_json, summarize, render_test_suite
 from constrain.cli import main
 
@@ -206,6 +206,31 @@ def test_our_json_schema_compiler_on_the_same_work(llama3, engines):
         assert result.status == "ok", result.reason
         assert [i.accepted for i in result.instances] == [i.valid for i in case.instances], case.id
         assert result.passed
+
+
+def test_key_order_schema_rewrites_valid_instances_only(llama3, engines):
+    """``key_order="schema"``: a valid instance listing members out of schema order is
+    rewritten (and then accepted); invalid ones, and those under a combinator whose
+    member order depends on the branch, stay as given."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+              "required": ["a"], "additionalProperties": False}
+    out_of_order = {"b": "x", "a": 1}
+    cases = [_case("order", "ours", schema, [out_of_order, {"a": 1, "b": "y"}, {"b": "x"}, {"b": 2, "a": 1}]),
+             _case("branch", "ours", {"anyOf": [schema, {"type": "integer"}]}, [out_of_order])]
+    given = tokenize_case(llama3, cases[0])
+    assert given.rewritten == 0
+    written = tokenize_case(llama3, cases[0], "schema")
+    texts = [llama3.decode(t) for t in written.tokens]
+    assert written.rewritten == 2 and texts[0] == '{"a": 1, "b": "x"}' and texts[1] == '{"a": 1, "b": "y"}'
+    assert texts[2:] == [json.dumps(i.data) for i in cases[0].instances[2:]]  # invalid: as given
+    assert tokenize_case(llama3, cases[1], "schema").rewritten == 0
+    plain = run_cases(cases[:1], engines("constrain-json"), llama3, progress=False).results["constrain-json"][0]
+    assert [i.accepted for i in plain.instances] == [False, True, False, False]  # schema order is the language
+    run = run_cases(cases[:1], engines("constrain-json"), llama3, progress=False, key_order="schema")
+    assert [i.accepted for i in run.results["constrain-json"][0].instances] == [True, True, False, False]
+    assert "2 of 2 valid instances written with members in schema order" in run.settings["serialisation"]
+    with pytest.raises(ValueError, match="key_order"):
+        run_cases(cases[:1], engines("constrain-json"), llama3, progress=False, key_order="sorted")
 
 
 def test_hanging_and_crashing_engines_are_cut_off(llama3, engines):

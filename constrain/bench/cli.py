@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConstrainError
-from .data import TEST_SUITE_DRAFTS, even_sample, load_jsonschemabench, load_jsonschemabench_hub, load_test_suite
+from .data import KEY_ORDERS, TEST_SUITE_DRAFTS, even_sample, load_jsonschemabench, load_jsonschemabench_hub, load_test_suite
 from .engines import ENGINES
 
 __all__ = ["add_bench_parser"]
@@ -45,6 +45,10 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="write the full JSON report here")
     parser.add_argument("--explain", action="store_true", help="one line per failing schema with the reason")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--key-order", choices=KEY_ORDERS, default="instance",
+                        help="instance (default, MaskBench): json.dumps of each instance as given; schema: valid "
+                             "instances rewritten with members in the order constrain's language writes them, "
+                             "so that a rejection left is not the member order's doing (same texts for every engine)")
 
 
 def add_bench_parser(sub: Any) -> None:
@@ -90,7 +94,7 @@ def _run(args: argparse.Namespace, cases: list[Any], kind: str) -> int:
         raise ConstrainError(f"no engine could run ({'; '.join(f'{k}: {v}' for k, v in skipped.items())})")
     run = run_cases(cases, engines, tok, compile_timeout=args.compile_timeout, timeout=args.timeout,
                     sample_slow=args.sample_slow, slow_engines=_names(args.slow_engines, None, "engine(s)"),
-                    progress=not args.no_progress, skipped=skipped)
+                    progress=not args.no_progress, skipped=skipped, key_order=args.key_order)
     render = render_jsonschemabench if kind == "jsonschemabench" else render_test_suite
     print(render(run, explain=args.explain))
     if args.out:

@@ -28,6 +28,7 @@ from ..errors import ConstrainError
 
 __all__ = [
     "DATA_DIR_ENV",
+    "KEY_ORDERS",
     "Instance",
     "Case",
     "default_data_dir",
@@ -57,6 +58,11 @@ DRAFT_URIS = {
 #: Where the suite expects ``remotes/`` to be served.
 REMOTE_PREFIX = "http://localhost:1234/"
 HUB_DATASET = "epfl-dlab/JSONSchemaBench"
+
+
+#: How the harness writes instances: as given (MaskBench, the default), or valid ones
+#: with members in the order constrain's compiled language writes them.
+KEY_ORDERS = ("instance", "schema")
 
 
 @dataclass

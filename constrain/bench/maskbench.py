@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConstrainError
-from .data import Case, default_data_dir, even_sample
+from .data import KEY_ORDERS, Case, default_data_dir, even_sample
 from .engines import ADAPTERS, ENGINES, Engine, EngineUnavailable
 from .tokens import hf_token_bytes
 
@@ -178,13 +178,45 @@ class Tokenized:
 
     tokens: list[list[int]]
     valid: list[bool]
+    #: how many valid instances were rewritten in schema member order (``key_order="schema"``)
+    rewritten: int = 0
 
 
-def tokenize_case(tok: Any, case: Case) -> Tokenized:
-    """``json.dumps(data, ensure_ascii=False)`` of each instance, encoded without special tokens."""
-    texts = [json.dumps(i.data, ensure_ascii=False) for i in case.instances]
+def tokenize_case(tok: Any, case: Case, key_order: str = "instance") -> Tokenized:
+    """Each instance as text, encoded without special tokens.
+
+    ``key_order="instance"`` (MaskBench, the default) writes ``json.dumps(data,
+    ensure_ascii=False)``: members in the order the instance lists them.
+    ``"schema"`` writes each *valid* instance the way ``compile_json_schema``
+    documents its language (:func:`constrain.testing.json_schema_instance_text`:
+    members in schema order), so that a rejection left is not the order's doing;
+    instances it cannot rewrite (member order that depends on a combinator branch,
+    the documented limits) and invalid ones stay as given.  ``Tokenized.rewritten``
+    counts the rewritten ones.
+    """
+    texts, rewritten = [], 0
+    for instance in case.instances:
+        text = json.dumps(instance.data, ensure_ascii=False)
+        if key_order == "schema" and instance.valid:
+            written = _schema_order_text(instance.data, case.schema)
+            if written is not None:
+                text, rewritten = written, rewritten + 1
+        texts.append(text)
     tokens = [tok.encode(t, add_special_tokens=False) for t in texts]
-    return Tokenized(tokens, [i.valid for i in case.instances])
+    return Tokenized(tokens, [i.valid for i in case.instances], rewritten)
+
+
+def _schema_order_text(data: Any, schema: Any) -> str | None:
+    """``data`` written in the compiled language's member order, or None where the writer
+    cannot (its documented limits, or a schema it cannot follow)."""
+    from ..testing import Unserialisable, json_schema_instance_text
+
+    try:
+        return json_schema_instance_text(data, schema)
+    except Unserialisable:
+        return None
+    except Exception:  # a schema the writer cannot follow (a pattern re rejects...): leave the text as given
+        return None
 
 
 # -- forcing (runs in the worker) ----------------------------------------------------------------
@@ -387,6 +419,15 @@ class _InProcess:
         pass
 
 
+def _serialisation(key_order: str, rewritten: int, valid_total: int) -> str:
+    """The report's line on how instances were written."""
+    plain = "json.dumps(data, ensure_ascii=False), tokenised with add_special_tokens=False"
+    if key_order == "instance":
+        return plain
+    return (f"{plain}, except {rewritten:,} of {valid_total:,} valid instances written with members in schema "
+            "order (--key-order schema: constrain.testing.json_schema_instance_text); the rest as given")
+
+
 def fork_available() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
@@ -457,8 +498,14 @@ def run_cases(
     compile_fn: CompileFn = compile_json_schema,
     progress: bool = True,
     skipped: dict[str, str] | None = None,
+    key_order: str = "instance",
 ) -> BenchRun:
-    """Run every case on every engine (the slow ones on an even sample of ``sample_slow`` cases)."""
+    """Run every case on every engine (the slow ones on an even sample of ``sample_slow`` cases).
+
+    ``key_order`` says how instances are written (:func:`tokenize_case`): the same
+    texts go to every engine."""
+    if key_order not in KEY_ORDERS:
+        raise ValueError(f"key_order must be one of {', '.join(KEY_ORDERS)}, got {key_order!r}")
     names = sorted(engines, key=lambda n: (ENGINES.index(n) if n in ENGINES else len(ENGINES), n))
     eos = int(tok.eos_token_id)
     words = (len(tok) + 31) // 32
@@ -474,9 +521,12 @@ def run_cases(
     passing = dict.fromkeys(names, 0)  # shown on the progress bar
     bar = _progress(len(cases), progress)
     start = time.perf_counter()
+    rewritten = valid_total = 0
     try:
         for case in cases:
-            work = tokenize_case(tok, case)
+            work = tokenize_case(tok, case, key_order)
+            rewritten += work.rewritten
+            valid_total += sum(work.valid)
             for name in names:
                 if name in slow and case.id not in sample_ids:
                     continue
@@ -502,7 +552,8 @@ def run_cases(
         "isolation": "fork (worker per engine, killed on timeout)" if worker_cls is _Worker
                      else "in-process (fork unavailable: no timeouts)",
         "json_schema_options": {n: engines[n].json_schema_options for n in names},
-        "serialisation": "json.dumps(data, ensure_ascii=False), tokenised with add_special_tokens=False",
+        "serialisation": _serialisation(key_order, rewritten, valid_total),
+        "key_order": key_order,
     }
     sampled = {n: [c.id for c in cases if c.id in sample_ids] for n in names if n in slow}
     return BenchRun(list(cases), names, results, dict(skipped or {}), sampled, settings,
