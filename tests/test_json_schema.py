@@ -894,6 +894,67 @@ def test_pattern_dollar_is_ecma_end_of_input():
     assert dfa.matches(b'"a12"') and not dfa.matches(b'"a12\\n"')
 
 
+def test_unicode_property_escapes_in_patterns_and_keys():
+    """``\\p{...}`` as the JSON Schema Test Suite uses it (Python's re, hence jsonschema,
+    has no property escapes: the ``regex`` module, unanchored like the keyword, is the oracle)."""
+    import regex
+
+    words = ["l'ecole", "l'école", "L'ÉCOLE", "1cole", "cole", "ٍécole", "école"]
+    dfa = dfa_for({"type": "string", "pattern": r"\p{Letter}cole"})
+    for word in words:
+        assert dfa.matches(text_of(word).encode()) == bool(regex.search(r"\p{Letter}cole", word)), word
+    keys = {"type": "object", "patternProperties": {r"^\p{digit}+$": True}, "additionalProperties": False}
+    dfa = dfa_for(keys)
+    for key in ["42", "৪২", "-%#", "4a", ""]:
+        assert dfa.matches(text_of({key: 1}).encode()) == bool(regex.search(r"^\p{digit}+$", key)), key
+    with pytest.raises(SchemaError, match=r"/pattern.*Script=Greek"):
+        dfa_for({"type": "string", "pattern": r"\p{Script=Greek}"})
+
+
+def test_object_constants_in_any_member_order():
+    """JSON equality ignores member order, so an object ``const``/``enum`` value is
+    written in any order (nested ones too), each member once; arrays keep theirs.
+    A constant a product takes away is taken away in every order: before the
+    nineteenth session only its own order was, and ``{"type": "object", "not":
+    {"enum": [value]}}`` accepted the value written in another order."""
+    value = {"foo": "bar", "baz": [1, {"p": 2, "q": None}], "n": {"x": 1, "y": True}}
+    schemas = [{"const": value}, {"enum": [value, {"foo": 1}]},
+               {"type": "object", "not": {"enum": [value]}},
+               {"oneOf": [{"const": value}, {"type": "object", "required": ["foo", "n"]}]}]
+    texts = set()
+    for order in itertools.permutations(value):
+        inner = [{k: value["n"][k] for k in o} for o in itertools.permutations(value["n"])]
+        for n in inner:
+            texts.add(text_of({k: (n if k == "n" else value[k]) for k in order}))
+    texts |= {text_of({"foo": "bar", "baz": [{"p": 2, "q": None}, 1], "n": value["n"]}), text_of({"foo": "bar"}),
+              text_of({"foo": 1}), text_of({"baz": [1, {"q": None, "p": 2}], "n": {"y": True, "x": 1}, "foo": "bar"}),
+              '{"foo": "bar", "foo": "bar", "baz": [1, {"p": 2, "q": null}], "n": {"x": 1, "y": true}}'}
+    for schema in schemas:
+        dfa = dfa_for(schema)
+        for text in texts:
+            expected = is_valid(schema, json.loads(text)) and text.count('"foo"') == 1
+            if "not" in schema or "oneOf" in schema:  # products: one order, on the safe side
+                if text.count('"foo"') > 1:
+                    continue  # a free-form object admits repeated keys (ARCHITECTURE.md, "Repeated keys")
+                assert not dfa.matches(text.encode()) or expected, (schema, text)
+            else:
+                assert dfa.matches(text.encode()) == expected, (schema, text)
+
+
+def test_enum_values_meet_patterns_the_ecma_way():
+    """Enum values are filtered by the same pattern rules as the strings the language
+    builds: ECMA-262 (``\\d`` is ASCII, ``\\p{...}`` known), not Python's ``re``."""
+    cases = [({"enum": ["école", "x", "1cole"], "pattern": r"\p{L}cole"}, ["école"]),
+             ({"enum": ["٣", "3"], "pattern": r"^\d$"}, ["3"]),
+             ({"enum": [{"a1": 1}, {"a1": "x"}, {"b": "x"}], "patternProperties": {r"\d": {"type": "integer"}}},
+              [{"a1": 1}, {"b": "x"}])]
+    for schema, kept in cases:
+        dfa = dfa_for(schema)
+        assert [v for v in schema["enum"] if dfa.matches(text_of(v).encode())] == kept, schema
+    with pytest.raises(SchemaError, match="look-behind"):
+        dfa_for({"enum": ["x"], "pattern": "(?<=a)x"})
+
+
 def test_strings_use_json_dumps_escapes():
     dfa = dfa_for({"type": "string", "maxLength": 2})
     assert dfa.matches('"é\\n"'.encode()) and dfa.matches(b'"\\u0001"')
@@ -1517,9 +1578,9 @@ def test_products_over_recursive_definitions_share_member_order_at_every_depth(s
 
 def test_random_products_with_cuts_accept_no_invalid_value():
     """Random nestings of not, oneOf, if and contains over recursion (two definitions
-    listing the same members in opposite orders among them), free-form values and arrays
-    of arrays, against values up to 7 levels deep: the languages may refuse deep valid
-    values (a cut) but never accept an invalid one."""
+    listing the same members in opposite orders among them), free-form values, arrays
+    of arrays and object constants, against values up to 7 levels deep: the languages
+    may refuse deep valid values (a cut) but never accept an invalid one."""
     rng = random.Random(18)
     defs = {**KEYED, "t": {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#/$defs/t"}}]},
             "p": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {}, "k": {"$ref": "#/$defs/p"}}},
@@ -1527,7 +1588,8 @@ def test_random_products_with_cuts_accept_no_invalid_value():
                                                    "k": {"$ref": "#/$defs/q"}}}}
     leaves = [{}, {"type": "object"}, {"type": "array"}, {"type": "integer"}, {"$ref": "#/$defs/n"},
               {"$ref": "#/$defs/t"}, {"$ref": "#/$defs/p"}, {"$ref": "#/$defs/q"},
-              {"type": "array", "items": {"type": "array"}}, {"const": 1}, {"type": "object", "required": ["k"]}]
+              {"type": "array", "items": {"type": "array"}}, {"const": 1}, {"type": "object", "required": ["k"]},
+              {"const": {"a": 1, "b": 2}}, {"enum": [{"b": 1, "a": "x"}, 1]}]  # object constants: every order
 
     def schema(depth):
         kind = rng.randrange(7) if depth else 6

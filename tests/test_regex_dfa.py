@@ -85,6 +85,46 @@ def test_ecma_semantics():
     assert regex_to_dfa("a{").matches(b"a{")  # Annex B literal brace
 
 
+PROPERTY_NAMES = ["L", "Letter", "Lu", "Ll", "Lt", "LC", "Lm", "Lo", "M", "Mn", "Nd", "digit", "N", "No", "P",
+                  "punct", "Pd", "S", "Sm", "Sc", "Z", "Zs", "C", "Cc", "cntrl", "gc=Lo", "letter",
+                  "General_Category=Uppercase_Letter", "White_Space", "ASCII", "Any", "Assigned"]
+
+
+@pytest.mark.parametrize("name", PROPERTY_NAMES)
+def test_property_escapes_agree_with_regex_module(name):
+    """``\\p{...}``, ``\\P{...}`` and a property inside a class, on every code point below
+    U+0800 and a random sample above, against the ``regex`` module.  Code points whose
+    category the two disagree on are skipped: the interpreter's Unicode version and
+    regex's differ on characters added or recategorised since (U+0295)."""
+    import unicodedata
+
+    import regex
+
+    oracle = regex.compile(rf"\p{{{name}}}")
+    plain, in_class = regex_to_dfa(rf"\p{{{name}}}"), regex_to_dfa(rf"[x\p{{{name}}}]")
+    negated = None if name == "Any" else regex_to_dfa(rf"\P{{{name}}}")  # \P{Any} matches nothing: an error
+    rng = random.Random(name)
+    points = list(range(0x800)) + [rng.randrange(0x800, 0x110000) for _ in range(2500)]
+    for cp in points:
+        char = chr(cp)
+        category = unicodedata.category(char)
+        if 0xD800 <= cp <= 0xDFFF or category == "Cn" or not regex.fullmatch(rf"\p{{{category}}}", char):
+            continue
+        expected, data = bool(oracle.fullmatch(char)), char.encode()
+        assert plain.matches(data) == expected, hex(cp)
+        assert negated is None or negated.matches(data) != expected, hex(cp)
+        assert in_class.matches(data) == (expected or char == "x"), hex(cp)
+
+
+def test_property_escapes_in_patterns():
+    """The JSON Schema Test Suite's uses: a letter before "cole", non-ASCII digits."""
+    letter = regex_to_dfa(r"\p{Letter}cole")
+    assert letter.matches("école".encode()) and letter.matches(b"ecole") and not letter.matches(b"1cole")
+    digits = regex_to_dfa(r"^\p{digit}+$")
+    assert digits.matches(b"42") and digits.matches("৪২".encode()) and not digits.matches(b"-%#")
+    assert regex_to_dfa(r"[^\p{L}\s]+").matches(b"12!") and not regex_to_dfa(r"[^\p{L}\s]+").matches(b"1 2")
+
+
 def test_utf8_split_characters_are_prefixes():
     dfa = regex_to_dfa("[你好]+")
     data = "你好".encode()
@@ -122,7 +162,9 @@ def test_dfa_is_minimal_for_alternation_suffixes():
         ("ab)", 2, "unbalanced"),
         ("[z-a]", 2, "out of order"),
         ("a{3,2}", 1, "out of order"),
-        (r"\p{L}", 0, "property"),
+        (r"\p{Script=Greek}", 0, "property escape"),
+        (r"a\p{Alphabetic}", 1, "property escape"),
+        (r"\pL", 0, "property name in braces"),
         ("a^b", 1, "anchor"),
         ("a$b", 1, "anchor"),
         ("[abc", 0, "missing ']'"),

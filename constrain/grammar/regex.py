@@ -191,6 +191,26 @@ class _Parser:
         ranges = python_class_ranges(letter.lower())
         return complement_ranges(ranges) if letter.isupper() else ranges
 
+    def property_escape(self, letter: str, start: int) -> Ranges:
+        """``\\p{name}`` / ``\\P{name}`` (ECMA-262 with the ``u`` flag, which JSON Schema
+        patterns use): the code points of a General_Category value and a few binary
+        properties (:func:`.unicode_tables.property_ranges`).  Python's ``re``, whose
+        dialect Lark grammars use, has no property escapes."""
+        if self.python:
+            raise self.error(f"Unicode property escapes '\\{letter}{{...}}' are not in Python's re dialect", start)
+        close = self.pattern.find("}", self.pos)
+        if self.peek() != "{" or close < 0:
+            raise self.error(f"'\\{letter}' must be followed by a property name in braces", start)
+        name = self.pattern[self.pos + 1:close]
+        from .unicode_tables import UnknownProperty, property_ranges
+
+        try:
+            ranges = property_ranges(name)
+        except UnknownProperty as err:
+            raise self.error(f"Unicode property escape '\\{letter}{{{name}}}' is not supported: {err}", start) from None
+        self.pos = close + 1
+        return complement_ranges(ranges) if letter == "P" else ranges
+
     def dot_ranges(self) -> Ranges:
         if self.dotall:
             return ((0, MAX_CODEPOINT),)
@@ -395,6 +415,8 @@ class _Parser:
         ch = self.take()
         if ch in _CLASS_ESCAPES:
             return CharSet(self.class_escape_ranges(ch))
+        if ch in "pP":
+            return self.charset(self.property_escape(ch, start))
         if ch in "bB":
             raise self.error(f"word-boundary assertion '\\{ch}' is not supported", start)
         if ch.isdigit() and ch != "0":
@@ -431,8 +453,6 @@ class _Parser:
             if cp > MAX_CODEPOINT:
                 raise self.error("'\\U' escape beyond U+10FFFF", start)
             return cp
-        if ch in "pP":
-            raise self.error(f"Unicode property escapes '\\{ch}{{...}}' are not supported", start)
         if ch.isascii() and ch.isalnum():
             raise self.error(f"unknown escape '\\{ch}'", start)
         return ord(ch)  # identity escape of a syntax or other non-alphanumeric character
@@ -514,6 +534,8 @@ class _Parser:
         esc = self.take()
         if esc in _CLASS_ESCAPES:
             return self.class_escape_ranges(esc)
+        if esc in "pP":
+            return self.property_escape(esc, start)
         if esc == "b":
             return 0x08
         if esc == "-":

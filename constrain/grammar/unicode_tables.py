@@ -1,4 +1,5 @@
-"""Unicode tables for Python-dialect regexes and case-insensitive matching.
+"""Unicode tables for Python-dialect regexes, case-insensitive matching and ECMA-262
+property escapes (``\\p{...}``).
 
 Lark grammars are written in Python's regex dialect, where ``\\d``, ``\\w`` and ``\\s``
 are Unicode classes defined by the running interpreter's Unicode database
@@ -15,7 +16,7 @@ from __future__ import annotations
 import bisect
 from functools import lru_cache
 
-__all__ = ["python_class_ranges", "case_closure"]
+__all__ = ["python_class_ranges", "case_closure", "property_ranges", "UnknownProperty"]
 
 Ranges = tuple[tuple[int, int], ...]
 _MAX = 0x10FFFF
@@ -115,3 +116,110 @@ def case_closure(ranges: Ranges) -> list[tuple[int, int]]:
         if _contains(ranges, starts, cp):
             out.extend((v, v) for v in group)
     return out
+
+
+# -- ECMA-262 property escapes -------------------------------------------------------------------
+# General_Category values and their aliases (Unicode's PropertyValueAliases.txt, which
+# ECMA-262's tables follow): short name, long name, other aliases; the groups (one
+# letter) are unions of their subcategories (LC: Lu | Ll | Lt).
+_GENERAL_CATEGORIES = (
+    ("C", "Other"), ("Cc", "Control", "cntrl"), ("Cf", "Format"), ("Cn", "Unassigned"), ("Co", "Private_Use"),
+    ("Cs", "Surrogate"), ("L", "Letter"), ("LC", "Cased_Letter"), ("Ll", "Lowercase_Letter"),
+    ("Lm", "Modifier_Letter"), ("Lo", "Other_Letter"), ("Lt", "Titlecase_Letter"), ("Lu", "Uppercase_Letter"),
+    ("M", "Mark", "Combining_Mark"), ("Mc", "Spacing_Mark"), ("Me", "Enclosing_Mark"), ("Mn", "Nonspacing_Mark"),
+    ("N", "Number"), ("Nd", "Decimal_Number", "digit"), ("Nl", "Letter_Number"), ("No", "Other_Number"),
+    ("P", "Punctuation", "punct"), ("Pc", "Connector_Punctuation"), ("Pd", "Dash_Punctuation"),
+    ("Pe", "Close_Punctuation"), ("Pf", "Final_Punctuation"), ("Pi", "Initial_Punctuation"),
+    ("Po", "Other_Punctuation"), ("Ps", "Open_Punctuation"), ("S", "Symbol"), ("Sc", "Currency_Symbol"),
+    ("Sk", "Modifier_Symbol"), ("Sm", "Math_Symbol"), ("So", "Other_Symbol"), ("Z", "Separator"),
+    ("Zl", "Line_Separator"), ("Zp", "Paragraph_Separator"), ("Zs", "Space_Separator"),
+)
+# Binary properties that follow from the general categories alone (White_Space is its
+# fixed list: the Z categories plus the C0/C1 controls that act as spaces).
+_WHITE_SPACE_CONTROLS: Ranges = ((0x09, 0x0D), (0x85, 0x85))
+
+
+class UnknownProperty(ValueError):
+    """A ``\\p{...}`` name this engine has no exact table for (scripts, most binary properties)."""
+
+
+def _loose(name: str) -> str:
+    """Unicode's loose matching of property names (UAX #44 LM3): case, spaces, ``_`` and ``-`` ignored."""
+    return "".join(ch for ch in name.lower() if ch not in " _-")
+
+
+@lru_cache(maxsize=1)
+def _category_aliases() -> dict[str, str]:
+    aliases = {}
+    for names in _GENERAL_CATEGORIES:
+        for name in names:
+            aliases[_loose(name)] = names[0]
+    return aliases
+
+
+@lru_cache(maxsize=1)
+def _category_table() -> dict[str, Ranges]:
+    """Ranges of every two-letter General_Category, from the interpreter's ``unicodedata``
+    (one pass over all code points, once per process, only when a pattern uses ``\\p``)."""
+    import unicodedata
+
+    runs: dict[str, list[tuple[int, int]]] = {}
+    current, start = None, 0
+    for cp in range(_MAX + 1):
+        category = unicodedata.category(chr(cp))
+        if category != current:
+            if current is not None:
+                runs.setdefault(current, []).append((start, cp - 1))
+            current, start = category, cp
+    runs.setdefault(current, []).append((start, _MAX))
+    return {name: tuple(ranges) for name, ranges in runs.items()}
+
+
+def _union(*parts: Ranges) -> Ranges:
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(r for part in parts for r in part):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return tuple(merged)
+
+
+def property_ranges(name: str) -> Ranges:
+    """The code points of ECMA-262's ``\\p{name}``: a General_Category value by any of
+    its aliases (``L``, ``Letter``, ``General_Category=Lu``, ``gc=digit``), or one of
+    ``Any``, ``ASCII``, ``Assigned``, ``White_Space``.  Names are matched loosely, as
+    Python's ``regex`` module and Unicode's LM3 do (``\\p{letter}`` is ``\\p{Letter}``).
+    Tables come from the running interpreter's Unicode database.
+
+    Raises
+    ------
+    UnknownProperty
+        For other properties (``Script=Greek``, ``Alphabetic``...): no exact table here.
+    """
+    key, _, value = name.partition("=")
+    if value:
+        if _loose(key) not in ("generalcategory", "gc"):
+            raise UnknownProperty(f"property {key!r} (only General_Category values and Any, ASCII, Assigned, "
+                                  "White_Space are supported)")
+        name = value
+    loose = _loose(name)
+    if not value:
+        if loose == "any":
+            return ((0, _MAX),)
+        if loose == "ascii":
+            return ((0, 0x7F),)
+    table = _category_table()
+    if not value and loose in ("assigned", "whitespace"):
+        if loose == "assigned":
+            return _union(*(ranges for category, ranges in table.items() if category != "Cn"))
+        return _union(_WHITE_SPACE_CONTROLS, *(table.get(c, ()) for c in ("Zs", "Zl", "Zp")))
+    category = _category_aliases().get(loose)
+    if category is None:
+        raise UnknownProperty(f"property {name!r} (only General_Category values and Any, ASCII, Assigned, "
+                              "White_Space are supported)")
+    if category == "LC":
+        return _union(*(table.get(c, ()) for c in ("Lu", "Ll", "Lt")))
+    if len(category) == 1:
+        return _union(*(ranges for c, ranges in table.items() if c[0] == category))
+    return table.get(category, ())

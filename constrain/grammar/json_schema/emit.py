@@ -43,7 +43,7 @@ from .spec import (ANNOTATION_KEYWORDS, BASE64_PATTERN, NO_SLOTS, KeyRule, Slots
 from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, PATTERN_COUNT, SHORT_STRING, CountedString,
                       any_string_dfa, bounds_implied, counted_states, encode_chars, encoded_string, pattern_tree,
                       string_tree)
-from .trees import EMPTY, NOTHING, alt, cls, lit, seq, star
+from .trees import EMPTY, NOTHING, alt, cls, lit, rep, seq, star
 
 __all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES", "largest_parts", "any_value_callee"]
 
@@ -921,16 +921,21 @@ class SchemaEmitter:
         judges its own enum by the other branches.
         """
         import jsonschema
+        from referencing.exceptions import Unresolvable  # what jsonschema raises for a $ref it cannot follow
 
         if self._validator is None:
-            cls_ = jsonschema.validators.validator_for(self.doc.root, default=jsonschema.Draft202012Validator)
+            cls_ = _ecma_validator_class(
+                jsonschema.validators.validator_for(self.doc.root, default=jsonschema.Draft202012Validator))
             self._validator = cls_(self.doc.root, format_checker=cls_.FORMAT_CHECKER)
         checks = _pending_checks(spec)
         if not checks:
             return True
         try:
             return self._validator.evolve(schema={"allOf": checks}).is_valid(value)
-        except (jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError, LookupError) as err:
+        except RegexError as err:
+            raise SchemaError(f"cannot check enum value {value!r}: pattern {err.pattern!r} cannot be compiled: "
+                              f"{err.reason}", spec.sources[0].pointer or "#") from None
+        except (jsonschema.exceptions.SchemaError, Unresolvable, LookupError) as err:
             raise SchemaError(f"cannot check enum value {value!r} against the rest of the schema: {err}",
                               spec.sources[0].pointer or "#") from None
         except BaseException as err:  # the validator's own failures (a Rust panic is no Exception)
@@ -940,11 +945,35 @@ class SchemaEmitter:
                               f"failed ({type(err).__name__})", spec.sources[0].pointer or "#") from None
 
     def _literal(self, value: Any, slots: Slots = NO_SLOTS) -> RegexNode:
-        """The text of an enum/const value: members in the value's own order, except the
-        names ``slots`` fixes (inside a product's operand), which come first, in slot order."""
+        """The texts of an enum/const value.
+
+        JSON equality ignores member order, so where it is safe an object is written
+        in any member order (each member once, :func:`_any_order_graph`): outside
+        products for objects of up to :data:`MAX_ANY_ORDER_MEMBERS` members (larger
+        ones keep the value's order), and always on the side of a product that is
+        taken away, which must hold every text of its values, as it holds every
+        spelling of its numbers (there a larger object takes away every text of its
+        members' count drawn from its members: the value's orders, and texts with a
+        repeated key, which is on the safe side).  On a kept side members keep the
+        value's own order, the names ``slots`` fixes first, in slot order, as the
+        schema objects beside them do.
+        """
         layout = self.layout
         if isinstance(value, str):
             return lit(encoded_string(value))
+        taken = self.spelling == EVERY_PLAIN
+        if isinstance(value, dict) and len(value) > 1 and (taken or (not slots and self.spelling == JSON_SPELLING)):
+            self.spelling_sensitive += taken  # a kept side writes one order: it must be built apart
+            members = [(encoded_string(k), self._literal(v, NO_SLOTS), True) for k, v in value.items()]
+            if len(value) <= MAX_ANY_ORDER_MEMBERS:
+                graph = _any_order_graph(members, [], len(value), len(value), layout)
+            elif taken:
+                one = alt(*(seq(lit(key), layout.colon(), member) for key, member, _ in members))
+                graph = seq(one, rep(seq(layout.comma(), one), len(value) - 1, len(value) - 1))
+            else:
+                graph = None
+            if graph is not None:
+                return seq(layout.opening("{"), graph, layout.closing("}"))
         if isinstance(value, dict):
             slotted = set(slots.names)
             keys = [k for k in slots.names if k in value] + [k for k in value if k not in slotted]
@@ -1517,6 +1546,37 @@ def _unique(values: list[Any]) -> list[Any]:
 @lru_cache(maxsize=1024)
 def _search_dfa(pattern: str) -> ByteDFA:
     return build_byte_dfa(pattern_tree(pattern))
+
+
+def _ecma_search(pattern: str, text: str) -> bool:
+    """``pattern`` found in ``text`` with ECMA-262 semantics, as the compiled language
+    reads it (Python's ``re`` differs: ``\\d`` is Unicode there, ``\\p{...}`` an error)."""
+    return _search_dfa(pattern).matches(text.encode("utf-8", "surrogatepass"))
+
+
+def _ecma_pattern(validator, pattern, instance, schema):
+    if validator.is_type(instance, "string") and not _ecma_search(pattern, instance):
+        import jsonschema
+
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _ecma_pattern_properties(validator, patterns, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, member in instance.items():
+            if _ecma_search(pattern, key):
+                yield from validator.descend(member, subschema, path=key, schema_path=pattern)
+
+
+@lru_cache(maxsize=None)
+def _ecma_validator_class(cls):
+    """``cls`` with ``pattern`` and ``patternProperties`` searched the ECMA-262 way, so that
+    enum values are filtered by the same rules the compiled language applies."""
+    import jsonschema
+
+    return jsonschema.validators.extend(cls, {"pattern": _ecma_pattern, "patternProperties": _ecma_pattern_properties})
 
 
 def _search(pattern: str, name: str, loc: Loc) -> bool:
