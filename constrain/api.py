@@ -236,8 +236,6 @@ def generate_json(
     ...               "A person: ", model, tokenizer)  # doctest: +SKIP
     {'age': 42}
     """
-    import json
-
     from .grammar.json_schema import UNSATISFIABLE, UNSATISFIABLE_WITHIN_CUTS
     from .samplers.processor import compiler_for
 
@@ -248,18 +246,43 @@ def generate_json(
     if UNSATISFIABLE_WITHIN_CUTS in compiled.notes:
         raise SchemaError(UNSATISFIABLE_WITHIN_CUTS.removeprefix("#: "), "#")
     texts = generate_constrained(compiled, prompt, model, tokenizer, diffusion=diffusion, **generate_kwargs)
-    values = [json.loads(text) for text in ([texts] if isinstance(texts, str) else texts)]
-    if compiled.notes:
-        for value in values:
-            validate_output(value, compiled)
+    values = [parse_output(text, compiled) for text in ([texts] if isinstance(texts, str) else texts)]
     return values[0] if isinstance(texts, str) else values
 
 
-def validate_output(value: Any, compiled: CompiledGrammar) -> None:
+def parse_output(text: str, compiled: CompiledGrammar) -> Any:
+    """The decoded JSON text as a value, checked with ``jsonschema`` where decoding
+    could not check everything: keywords the compile relaxed (``compiled.notes``), and
+    a repeated key in a free-form object, which no automaton can rule out and which
+    ``json.loads`` collapses to its last member (ARCHITECTURE.md, "Repeated keys").
+
+    Raises
+    ------
+    SchemaError
+        When the value breaks the schema, naming the keyword and why it was not
+        enforced while decoding.
+    """
+    import json
+
+    repeated = False
+
+    def members(pairs: list) -> dict:
+        nonlocal repeated
+        value = dict(pairs)
+        repeated = repeated or len(value) < len(pairs)
+        return value
+
+    value = json.loads(text, object_pairs_hook=members)
+    if compiled.notes or repeated:
+        validate_output(value, compiled, repeated)
+    return value
+
+
+def validate_output(value: Any, compiled: CompiledGrammar, repeated_key: bool = False) -> None:
     """Check a decoded value against the compiled schema with ``jsonschema`` (formats on).
 
-    Only needed when the compile relaxed something (``compiled.notes``): the
-    error says which keyword the value broke and which note relaxed it.
+    Only needed when decoding could not check everything (:func:`parse_output`): the
+    error says which keyword the value broke and why it was not enforced.
     """
     import jsonschema
 
@@ -268,5 +291,6 @@ def validate_output(value: Any, compiled: CompiledGrammar) -> None:
     error = jsonschema.exceptions.best_match(cls(schema, format_checker=cls.FORMAT_CHECKER).iter_errors(value))
     if error is not None:
         pointer = "#/" + "/".join(str(p) for p in error.absolute_schema_path)
+        why = [*compiled.notes] + (["the output repeats a key, and JSON keeps the last of them"] if repeated_key else [])
         raise SchemaError(f"the output breaks {error.validator!r}, which was not enforced while decoding "
-                          f"({'; '.join(compiled.notes)}): {error.message}", pointer)
+                          f"({'; '.join(why)}): {error.message}", pointer)

@@ -208,7 +208,8 @@ class Compiler:
         """Compile a JSON Schema (dict, JSON text or pydantic model class).
 
         The output is one JSON value valid against the schema, written with keys in
-        the schema's ``properties`` order (then any additional keys), strings as
+        the schema's ``properties`` order (then any additional keys; an object
+        ``enum``/``const`` value of up to 6 members in any order), strings as
         ``json.dumps(..., ensure_ascii=False)`` escapes them, numbers without
         leading zeros (where bounds apply, exponents only in the form ``json.dumps``
         writes, one nonzero digit before the point: ``1e-05``; none where

@@ -947,7 +947,11 @@ def test_enum_values_meet_patterns_the_ecma_way():
     cases = [({"enum": ["école", "x", "1cole"], "pattern": r"\p{L}cole"}, ["école"]),
              ({"enum": ["٣", "3"], "pattern": r"^\d$"}, ["3"]),
              ({"enum": [{"a1": 1}, {"a1": "x"}, {"b": "x"}], "patternProperties": {r"\d": {"type": "integer"}}},
-              [{"a1": 1}, {"b": "x"}])]
+              [{"a1": 1}, {"b": "x"}]),
+             ({"enum": [{"٣": 1}, {"3": 1}, {"x": 1}], "patternProperties": {r"^\d$": {}}, "properties": {"x": {}},
+               "additionalProperties": False}, [{"3": 1}, {"x": 1}]),
+             ({"enum": [{"٣": 1}, {"3": "a"}], "patternProperties": {r"^\d$": {}}, "additionalProperties": {"type": "string"}},
+              [{"3": "a"}])]
     for schema, kept in cases:
         dfa = dfa_for(schema)
         assert [v for v in schema["enum"] if dfa.matches(text_of(v).encode())] == kept, schema

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from conftest import shared_data_dir
-from constrain import Compiler, ConstrainError, SchemaError, generate_json
+from constrain import Compiler, ConstrainError, Matcher, SchemaError, generate_json
 from constrain.testing import (force_hypothesis_instances, json_ending_bias, load_jsonschemabench,
                                sample_jsonschemabench)
 from test_grammar_e2e import _tiny_llama
@@ -105,6 +105,24 @@ def test_generate_json_refuses_a_schema_emptied_by_depth_cuts_saying_so(llama3):
                   "k": {"type": "object"}}}}}}}
     with pytest.raises(SchemaError, match="it may need deeper values"):
         generate_json(schema, "JSON:", _tiny_llama(len(tokenizer), seed=5), tokenizer, max_new_tokens=4)
+
+
+def test_outputs_with_a_repeated_key_are_checked(llama3):
+    """A free-form object may repeat a key (no automaton can rule it out) and json.loads
+    keeps the last one, so the parsed value may have fewer members than the text
+    writes: generate_json's parse checks such an output instead of returning it."""
+    from constrain.api import parse_output
+    from constrain.testing import force_tokens
+
+    tokenizer, info = llama3
+    compiled = Compiler(info, cache_dir=False).compile_json_schema({"type": "object", "minProperties": 2})
+    repeated = '{"a": 1, "a": 2}'
+    assert force_tokens(Matcher(compiled), tokenizer.encode(repeated, add_special_tokens=False),
+                        tokenizer.eos_token_id) is None  # the text is in the language
+    with pytest.raises(SchemaError, match="repeats a key.*minProperties|minProperties.*repeats a key"):
+        parse_output(repeated, compiled)
+    assert parse_output('{"a": 1, "b": 2}', compiled) == {"a": 1, "b": 2}
+    assert parse_output('{"a": 1, "b": 2, "b": 3}', compiled) == {"a": 1, "b": 3}  # still valid: returned
 
 
 def test_hypothesis_instances_accepted(bench_rows, llama3):

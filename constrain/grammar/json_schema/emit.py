@@ -1570,13 +1570,29 @@ def _ecma_pattern_properties(validator, patterns, instance, schema):
                 yield from validator.descend(member, subschema, path=key, schema_path=pattern)
 
 
+def _ecma_additional_properties(validator, additional, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    listed, patterns = schema.get("properties", {}), schema.get("patternProperties", {})
+    extras = [key for key in instance if key not in listed and not any(_ecma_search(p, key) for p in patterns)]
+    if validator.is_type(additional, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], additional, path=key)
+    elif additional is False and extras:
+        import jsonschema
+
+        yield jsonschema.ValidationError(f"additional properties are not allowed ({', '.join(map(repr, extras))})")
+
+
 @lru_cache(maxsize=None)
 def _ecma_validator_class(cls):
-    """``cls`` with ``pattern`` and ``patternProperties`` searched the ECMA-262 way, so that
-    enum values are filtered by the same rules the compiled language applies."""
+    """``cls`` with ``pattern``, ``patternProperties`` and ``additionalProperties`` (which
+    tells extra names by the patterns) searched the ECMA-262 way, so that enum values are
+    filtered by the same rules the compiled language applies."""
     import jsonschema
 
-    return jsonschema.validators.extend(cls, {"pattern": _ecma_pattern, "patternProperties": _ecma_pattern_properties})
+    return jsonschema.validators.extend(cls, {"pattern": _ecma_pattern, "patternProperties": _ecma_pattern_properties,
+                                              "additionalProperties": _ecma_additional_properties})
 
 
 def _search(pattern: str, name: str, loc: Loc) -> bool:
