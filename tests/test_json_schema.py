@@ -941,6 +941,32 @@ def test_object_constants_in_any_member_order():
                 assert dfa.matches(text.encode()) == expected, (schema, text)
 
 
+_CONST = {"a": 1, "b": 2}
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "array", "contains": {"const": _CONST}, "maxContains": 1},
+    {"type": "array", "contains": {"const": _CONST}, "minContains": 2},
+    {"if": {"const": _CONST}, "then": False},
+    {"oneOf": [{"const": _CONST}, {"const": {"b": 2, "a": 1}}]},
+    {"oneOf": [{"const": _CONST}, {"type": "object", "required": ["a"]}]},
+    {"dependentSchemas": {"a": {"not": {"const": _CONST}}}},
+    {"type": "object", "properties": {"x": {"not": {"const": _CONST}}}},
+    {"not": {"anyOf": [{"const": _CONST}, {"const": [_CONST]}]}},
+    {"not": {"enum": [{"a": {"c": 1, "d": 2}, "b": [_CONST]}]}},
+])
+def test_object_constants_are_taken_away_in_every_order(schema):
+    """Six of these schemas (all but minContains, the oneOf beside a schema object and
+    dependentSchemas) accepted an invalid value written in another member order than the
+    constant's before the nineteenth session."""
+    dfa = dfa_for(schema)
+    values = [_CONST, {"b": 2, "a": 1}, [_CONST, {"b": 2, "a": 1}], [{"b": 2, "a": 1}], {"x": {"b": 2, "a": 1}},
+              {"b": [{"b": 2, "a": 1}], "a": {"d": 2, "c": 1}}, {"a": 1}]
+    for value in values:
+        for text in (text_of(value), json.dumps(value, indent=2)):
+            assert not dfa.matches(text.encode()) or is_valid(schema, value), text
+
+
 def test_enum_values_meet_patterns_the_ecma_way():
     """Enum values are filtered by the same pattern rules as the strings the language
     builds: ECMA-262 (``\\d`` is ASCII, ``\\p{...}`` known), not Python's ``re``."""
