@@ -209,13 +209,11 @@ def tokenize_case(tok: Any, case: Case, key_order: str = "instance") -> Tokenize
 def _schema_order_text(data: Any, schema: Any) -> str | None:
     """``data`` written in the compiled language's member order, or None where the writer
     cannot (its documented limits, or a schema it cannot follow)."""
-    from ..testing import Unserialisable, json_schema_instance_text
+    from ..testing import json_schema_instance_text
 
     try:
         return json_schema_instance_text(data, schema)
-    except Unserialisable:
-        return None
-    except Exception:  # a schema the writer cannot follow (a pattern re rejects...): leave the text as given
+    except Exception:  # Unserialisable, or a schema the writer cannot follow (a pattern re rejects...)
         return None
 
 

@@ -176,13 +176,9 @@ def _category_table() -> dict[str, Ranges]:
 
 
 def _union(*parts: Ranges) -> Ranges:
-    merged: list[tuple[int, int]] = []
-    for lo, hi in sorted(r for part in parts for r in part):
-        if merged and lo <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
-        else:
-            merged.append((lo, hi))
-    return tuple(merged)
+    from .regex import normalize_ranges  # regex imports this module where it needs it
+
+    return normalize_ranges([r for part in parts for r in part])
 
 
 def property_ranges(name: str) -> Ranges:
