@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -962,18 +961,16 @@ class SchemaEmitter:
         if isinstance(value, str):
             return lit(encoded_string(value))
         taken = self.spelling == EVERY_PLAIN
-        if isinstance(value, dict) and len(value) > 1 and (taken or (not slots and self.spelling == JSON_SPELLING)):
+        small = isinstance(value, dict) and 1 < len(value) <= MAX_ANY_ORDER_MEMBERS
+        if isinstance(value, dict) and len(value) > 1 and (taken or (small and not slots and self.spelling == JSON_SPELLING)):
             self.spelling_sensitive += taken  # a kept side writes one order: it must be built apart
             members = [(encoded_string(k), self._literal(v, NO_SLOTS), True) for k, v in value.items()]
-            if len(value) <= MAX_ANY_ORDER_MEMBERS:
+            if small:
                 graph = _any_order_graph(members, [], len(value), len(value), layout)
-            elif taken:
+            else:  # taken away: every sequence of that many members drawn from the value's
                 one = alt(*(seq(lit(key), layout.colon(), member) for key, member, _ in members))
                 graph = seq(one, rep(seq(layout.comma(), one), len(value) - 1, len(value) - 1))
-            else:
-                graph = None
-            if graph is not None:
-                return seq(layout.opening("{"), graph, layout.closing("}"))
+            return seq(layout.opening("{"), graph, layout.closing("}"))
         if isinstance(value, dict):
             slotted = set(slots.names)
             keys = [k for k in slots.names if k in value] + [k for k in value if k not in slotted]
@@ -1509,7 +1506,7 @@ def _meets_content(value: Any, spec: Spec) -> bool:
     base64 (the pattern ``spec._absorb_content`` adds) and a JSON text inside the string."""
     if not isinstance(value, str):
         return True
-    if any(pattern == BASE64_PATTERN for pattern, _ in spec.patterns) and not re.search(BASE64_PATTERN, value):
+    if any(pattern == BASE64_PATTERN for pattern, _ in spec.patterns) and not _ecma_search(BASE64_PATTERN, value):
         return False
     return not spec.json_content or is_json_text(value)
 
