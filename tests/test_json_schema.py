@@ -889,6 +889,27 @@ def test_long_length_bound_with_pattern_compiles_quickly():
         assert dfa.matches(text_of(text).encode()) == is_valid(schema, text), text[:10]
 
 
+def test_unanchored_alternatives_share_their_sides():
+    """Eighteen unanchored words as a key pattern (Github_medium o48427): each word with
+    its own ``Σ*`` sides made the subset construction track which words were seen and
+    pass the state limit; sharing the sides keeps the search automaton linear."""
+    words = ["Normal", "Fighting", "Flying", "Poison", "Ground", "Rock", "Bug", "Ghost", "Steel", "Fire",
+             "Water", "Grass", "Electric", "Psychic", "Ice", "Dragon", "Dark", "Fairy"]
+    schema = {"type": "object", "patternProperties": {"|".join(words): {"type": "integer"}},
+              "additionalProperties": False}
+    dfa = dfa_for(schema)
+    assert dfa.num_states < 2_000
+    rng = random.Random(7)
+    for _ in range(200):
+        key = "".join(rng.choice(["Fire", "Ice", "Dra", "gon", "x", "é", "Rock"]) for _ in range(rng.randint(0, 3)))
+        for value in ({key: 1}, {key: "a"}, {key: 1, "Bug": 2}):
+            assert dfa.matches(text_of(value).encode()) == is_valid(schema, value), value
+    mixed = {"type": "string", "pattern": "^ab|cd$|ef|^gh$|ij"}
+    mixed_dfa = dfa_for(mixed)
+    for text in ["abx", "xab", "xcd", "cdx", "xefx", "gh", "xgh", "ijk", "", "x"]:
+        assert mixed_dfa.matches(text_of(text).encode()) == is_valid(mixed, text), text
+
+
 def test_pattern_dollar_is_ecma_end_of_input():
     dfa = dfa_for(STRING_SCHEMAS["pattern anchored"])
     assert dfa.matches(b'"a12"') and not dfa.matches(b'"a12\\n"')

@@ -127,18 +127,22 @@ def pattern_tree(pattern: str) -> RegexNode:
 
     JSON Schema patterns are not anchored: ``"a"`` matches ``"cat"``.  Each
     top-level alternative gets ``[\\s\\S]*`` on the sides where it has no ``^``/``$``.
+    Alternatives anchored alike share those sides: ``Σ*(w1|...|wk)Σ*``, not
+    ``Σ*w1Σ*|...|Σ*wkΣ*``, whose subset construction tracks which words have been
+    seen (2**k states before minimisation: eighteen unanchored words as a
+    ``patternProperties`` key passed the state limit).
     """
     parser = _Parser(pattern, "ecma", False, False)
     tree = parser.parse()
     branches = tree.items if isinstance(tree, Alt) else (tree,)
-    out = []
+    by_anchors: dict[tuple[bool, bool], list[RegexNode]] = {}
     for branch in branches:
         items = branch.items if isinstance(branch, Concat) else (branch,)
         starts = bool(items) and isinstance(items[0], _Anchor) and items[0].kind == "^"
         ends = bool(items) and isinstance(items[-1], _Anchor) and items[-1].kind == "$"
-        body = _strip_anchors(branch, True, True, parser)
-        out.append(seq(EMPTY if starts else star(ANY_CHAR), body, EMPTY if ends else star(ANY_CHAR)))
-    return alt(*out)
+        by_anchors.setdefault((starts, ends), []).append(_strip_anchors(branch, True, True, parser))
+    return alt(*(seq(EMPTY if starts else star(ANY_CHAR), alt(*bodies), EMPTY if ends else star(ANY_CHAR))
+                 for (starts, ends), bodies in by_anchors.items()))
 
 
 def string_tree(min_length: int, max_length: int | None, patterns: list[str], formats: list[str]) -> RegexNode:
