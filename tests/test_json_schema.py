@@ -910,6 +910,26 @@ def test_unanchored_alternatives_share_their_sides():
         assert mixed_dfa.matches(text_of(text).encode()) == is_valid(mixed, text), text
 
 
+def test_many_pattern_properties_split_keys_by_the_classes_that_exist():
+    """Nine mutually exclusive key patterns (pyrseas-0.8) were refused for passing six;
+    classes are now split pattern by pattern and empty ones dropped, so only keys that
+    overlap in more than MAX_KEY_CLASSES ways are refused."""
+    kinds = ["table", "view", "type", "domain", "function", "sequence", "aggregate", "collation", "foreign table"]
+    schema = {"type": "object", "properties": {"name": {"type": "string"}},
+              "patternProperties": {f"^{kind} ": {"type": "integer", "minimum": i} for i, kind in enumerate(kinds)},
+              "additionalProperties": False}
+    dfa = dfa_for(schema)
+    rng = random.Random(3)
+    for _ in range(300):
+        key = rng.choice(kinds + ["x", "tab", ""]) + rng.choice([" a", "", "  ", "b"])
+        value = {"name": "n", key: rng.randint(-1, 9)} if rng.random() < 0.5 else {key: rng.randint(-1, 9)}
+        assert dfa.matches(text_of(value).encode()) == is_valid(schema, value), value
+    overlapping = {"type": "object", "patternProperties": {chr(97 + i): {"type": "integer"} for i in range(7)}}
+    with pytest.raises(SchemaError, match="overlap in more than 64 ways") as err:
+        dfa_for(overlapping)
+    assert err.value.pointer == "/patternProperties/g"
+
+
 def test_pattern_dollar_is_ecma_end_of_input():
     dfa = dfa_for(STRING_SCHEMAS["pattern anchored"])
     assert dfa.matches(b'"a12"') and not dfa.matches(b'"a12\\n"')

@@ -751,11 +751,9 @@ class SchemaEmitter:
         return locs
 
     def _extra_members(self, spec: Spec, listed: set[str], names_dfa: ByteDFA | None, chain) -> list[tuple[RegexNode, RegexNode]]:
-        """(key language, value language) classes for members not listed in properties."""
+        """(key language, value language) classes for members not listed in properties:
+        one per set of patterns a key can match together (see :func:`_key_classes`)."""
         patterns = [(pattern, loc, index) for index, rule in enumerate(spec.key_rules) for pattern, loc in rule.patterns]
-        if len(patterns) > 6:
-            raise SchemaError("more than 6 patternProperties in one object are not supported",
-                              (spec.key_rules[0].patterns[0][1].pointer or "#"))
         all_keys = any_string_dfa()
         base_keys = without_words(all_keys, [encoded_string(n).encode() for n in sorted(listed)]) if listed else all_keys
         if names_dfa is _NO_NAMES:
@@ -765,20 +763,11 @@ class SchemaEmitter:
         if base_keys is None:
             return []
         classes = []
-        for subset in range(1 << len(patterns)):
-            keys: ByteDFA | None = base_keys
-            locs: list[Loc] = []
-            for bit, (pattern, loc, _) in enumerate(patterns):
-                pattern_keys = _pattern_key_dfa(pattern, loc)
-                keys = intersect(keys, pattern_keys) if subset >> bit & 1 else difference(keys, pattern_keys)
-                if keys is None:
-                    break
-                if subset >> bit & 1:
-                    locs.append(loc)
-            if keys is None:
-                continue
+        pattern_dfas = [_pattern_key_dfa(pattern, loc) for pattern, loc, _ in patterns]
+        for keys, matched in _key_classes(base_keys, pattern_dfas, [loc for _, loc, _ in patterns]):
+            locs = [patterns[i][1] for i in matched]
             for index, rule in enumerate(spec.key_rules):
-                if rule.additional is not None and not any(subset >> b & 1 for b, p in enumerate(patterns) if p[2] == index):
+                if rule.additional is not None and not any(patterns[i][2] == index for i in matched):
                     locs.append(rule.additional)
             value = self.value_of(locs, chain, spec.slots.extra or NO_SLOTS)
             if value is not NOTHING:
@@ -1610,3 +1599,30 @@ def _pattern_key_dfa(pattern: str, loc: Loc) -> ByteDFA:
         return _pattern_key_dfa_cached(pattern)
     except RegexError as err:
         raise SchemaError(f"patternProperties key {pattern!r} cannot be compiled: {err.reason}", loc.pointer) from None
+
+
+#: Sets of patternProperties that keys can match together, at most, in one object.
+MAX_KEY_CLASSES = 64
+
+
+def _key_classes(keys: ByteDFA, patterns: list[ByteDFA], locs: list[Loc]) -> list[tuple[ByteDFA, tuple[int, ...]]]:
+    """The keys of ``keys`` split by which ``patterns`` they match: (keys, indices of the
+    patterns matched) for each non-empty class.
+
+    Each pattern splits every class found so far into the keys it matches and those it
+    does not, and empty halves are dropped at once, so the work follows the classes
+    that exist rather than all ``2**n`` subsets: patterns that exclude each other
+    (``^name:(en|nl)$`` beside a dozen other names) give ``n + 1`` classes.  Keys that
+    overlap in more than :data:`MAX_KEY_CLASSES` ways are refused (each class is one
+    more value automaton); ``locs`` name the patterns for that error."""
+    classes: list[tuple[ByteDFA, tuple[int, ...]]] = [(keys, ())]
+    for index, pattern in enumerate(patterns):
+        split = []
+        for part, matched in classes:
+            inside, outside = intersect(part, pattern), difference(part, pattern)
+            split += [(half, got) for half, got in ((inside, matched + (index,)), (outside, matched)) if half is not None]
+        if len(split) > MAX_KEY_CLASSES:
+            raise SchemaError(f"patternProperties whose keys overlap in more than {MAX_KEY_CLASSES} ways are not "
+                              f"supported (at the {index + 1}th of {len(patterns)} patterns)", locs[index].pointer or "#")
+        classes = split
+    return classes
