@@ -930,6 +930,37 @@ def test_many_pattern_properties_split_keys_by_the_classes_that_exist():
     assert err.value.pointer == "/patternProperties/g"
 
 
+LOOK_AHEAD_PATTERNS = [
+    r"^(?!@@)[@a-zA-Z0-9_-]+$", r"^(?!org\.bukkit\.)([a-zA-Z_][a-zA-Z\d_]*\.)*[a-zA-Z_][a-zA-Z\d_]*$",
+    r"((?:[^/]*/)*)(?=\.(yaml|yml|json))", r"^(?!^lucene\.|builtin\.|mongodb\.).*", r"^(?!pattern$).*$",
+    r"^(?!(False|None|True|and)$)[a-zA-Z_]\w*$", r"^$[a-z]*$", r"a$|b", r"(?=ab)", r"x(?!y)",
+    r"^(?=.{1,5}$)a+b*$", r"^(?:a(?!b)){0,3}$", r"^(a|b(?=c))c?$", r"(?=a)(?!ab)", r"^(?:(?=a)|b)\w$",
+    r"^(.{1,3}\.){1,3}(?![0-9]*$)[a-z0-9-]+\.?$",
+]
+
+
+@pytest.mark.parametrize("pattern", LOOK_AHEAD_PATTERNS)
+def test_look_aheads_and_inner_dollars_in_patterns(pattern):
+    """Look-aheads and a ``$`` before a pattern's end filter the text that follows them
+    (strings.pattern_tree builds each alternative from its end).  Oracle: the ``regex``
+    module's search, ASCII classes as in ECMA-262, ``$`` as end of input."""
+    import regex
+    oracle = regex.compile(pattern.replace("$", r"\Z"), flags=regex.ASCII)
+    dfa = dfa_for({"type": "string", "pattern": pattern})
+    pieces = list("ab.c/xy@_-09") + ["yaml", "org.bukkit.", "lucene.", "pattern", "None", "é", "\n", "1.2"]
+    rng = random.Random(pattern)
+    for _ in range(1500):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        assert dfa.matches(text_of(text).encode()) == (oracle.search(text) is not None), text
+    assert dfa_for({"enum": ["@@x", "ab", "a", "x"], "pattern": pattern}).matches(b'"x"') == (oracle.search("x") is not None)
+
+
+def test_look_aheads_that_cannot_be_unrolled_are_refused_by_position():
+    for pattern, position in [(r"^((?!ab).)*$", 2), (r"^([^,]+(,|$)){3,}$", 10), (r"^(a(?=b)){20}$", 3)]:
+        with pytest.raises(SchemaError, match=rf"position {position}\): a look-ahead or .\$. inside .*repetition"):
+            dfa_for({"type": "string", "pattern": pattern})
+
+
 def test_pattern_dollar_is_ecma_end_of_input():
     dfa = dfa_for(STRING_SCHEMAS["pattern anchored"])
     assert dfa.matches(b'"a12"') and not dfa.matches(b'"a12\\n"')

@@ -11,7 +11,10 @@ inclusive code point ranges.  Patterns match whole strings (like ``re.fullmatch`
 ``^`` and ``$`` are accepted only where they are no-ops for a full match (at the
 start or end of the pattern, or of a top-level alternative), and any other
 assertion (look-arounds, ``\\b``, back-references) raises :class:`RegexError` naming
-the construct and its position.
+the construct and its position.  The JSON Schema compiler alone asks the parser for
+look-aheads (:class:`_Look` nodes), since a pattern there is searched in a whole string
+value and what follows an assertion is known; a Lark terminal's look-ahead would look
+past the token into text the terminal does not own.
 """
 
 from __future__ import annotations
@@ -75,6 +78,18 @@ class _Anchor:
     """``^`` or ``$`` at ``position``; removed (or rejected) before the tree is returned."""
 
     kind: str
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Look:
+    """A look-ahead ``(?=body)`` (``negative``: ``(?!body)``) at ``position``.  Only
+    parsers asked for them make these (JSON Schema patterns, matched against a whole
+    string value); the JSON Schema compiler resolves them against the text that
+    follows (``strings.pattern_tree``)."""
+
+    negative: bool
+    body: object
     position: int
 
 
@@ -162,10 +177,12 @@ _PLAIN_RUN = re.compile(r"[^\\^$.|?*+()\[\]{}]+")
 class _Parser:
     """Recursive-descent parser over the pattern text; one instance per parse."""
 
-    def __init__(self, pattern: str, dialect: str, ignore_case: bool, dotall: bool) -> None:
+    def __init__(self, pattern: str, dialect: str, ignore_case: bool, dotall: bool, lookaheads: bool = False) -> None:
         if dialect not in ("ecma", "python"):
             raise ValueError(f"Invalid regex dialect: expected 'ecma' or 'python', got {dialect!r}")
         self.pattern = pattern
+        # Whether look-aheads become _Look nodes (the caller resolves them) or errors.
+        self.lookaheads = lookaheads
         self.pos = 0
         self.saw_anchor = False
         self.python = dialect == "python"
@@ -366,7 +383,9 @@ class _Parser:
             if self.starts_with("?:"):
                 self.pos += 2
             elif self.starts_with("?=") or self.starts_with("?!"):
-                raise self.error("look-ahead assertions are not supported (not a regular language operation here)", start)
+                if not self.lookaheads:
+                    raise self.error("look-ahead assertions are not supported here (only in JSON Schema patterns)", start)
+                return self.look_ahead(start)
             elif self.starts_with("?<=") or self.starts_with("?<!"):
                 raise self.error("look-behind assertions are not supported", start)
             elif self.starts_with("?<") or self.starts_with("?P<"):
@@ -385,6 +404,18 @@ class _Parser:
             raise self.error("missing ')' for the group opened here", start)
         self.pos += 1
         return node
+
+    def look_ahead(self, start: int) -> _Look:
+        negative = self.starts_with("?!")
+        self.pos += 2
+        body = self.disjunction()
+        if self.peek() != ")":
+            raise self.error("missing ')' for the look-ahead opened here", start)
+        self.pos += 1
+        if self.quantifier_ahead():
+            raise self.error("nothing to repeat: a look-ahead cannot be quantified", start)
+        self.saw_anchor = True  # an assertion: callers strip or resolve them
+        return _Look(negative, body, start)
 
     def flag_group(self, start: int):
         """``(?is:...)`` scoped flags, or ``(?is)`` flags for the whole pattern at its start."""
@@ -547,7 +578,7 @@ class _Parser:
 
 def _only_empty(node) -> bool:
     """True when the node can only match the empty string (anchors, empty groups)."""
-    if isinstance(node, _Anchor):
+    if isinstance(node, (_Anchor, _Look)):
         return True
     if isinstance(node, (Concat, Alt)):
         return all(_only_empty(item) for item in node.items)
@@ -556,28 +587,36 @@ def _only_empty(node) -> bool:
     return False
 
 
-def _strip_anchors(node, at_start: bool, at_end: bool, parser: _Parser):
-    """Remove ``^``/``$`` where they are no-ops for a full match, reject them elsewhere."""
+def _strip_anchors(node, at_start: bool, at_end: bool, parser: _Parser, keep_end: bool = False):
+    """Remove ``^``/``$`` where they are no-ops for a full match, reject them elsewhere.
+
+    ``keep_end`` leaves every ``$`` (and look-ahead) in place for a caller that resolves
+    them against the text that follows; ``^`` is still checked (a look-ahead's body
+    is at the start where the look-ahead is)."""
     if isinstance(node, _Anchor):
+        if node.kind == "$" and keep_end:
+            return node
         if (node.kind == "^" and not at_start) or (node.kind == "$" and not at_end):
             where = "start" if node.kind == "^" else "end"
             raise parser.error(
                 f"anchor '{node.kind}' is only supported at the {where} of the pattern", node.position
             )
         return EMPTY
+    if isinstance(node, _Look):
+        return _Look(node.negative, _strip_anchors(node.body, at_start, False, parser, keep_end), node.position)
     if isinstance(node, Alt):
-        return Alt(tuple(_strip_anchors(i, at_start, at_end, parser) for i in node.items))
+        return Alt(tuple(_strip_anchors(i, at_start, at_end, parser, keep_end) for i in node.items))
     if isinstance(node, Concat):
         items = node.items
         out = []
         for k, item in enumerate(items):
             start_ok = at_start and all(_only_empty(x) for x in items[:k])
             end_ok = at_end and all(_only_empty(x) for x in items[k + 1 :])
-            out.append(_strip_anchors(item, start_ok, end_ok, parser))
+            out.append(_strip_anchors(item, start_ok, end_ok, parser, keep_end))
         return Concat(tuple(out))
     if isinstance(node, Repeat):
         once = node.max is not None and node.max <= 1
-        return Repeat(_strip_anchors(node.item, at_start and once, at_end and once, parser), node.min, node.max)
+        return Repeat(_strip_anchors(node.item, at_start and once, at_end and once, parser, keep_end), node.min, node.max)
     return node
 
 

@@ -41,7 +41,7 @@ from .spec import (ANNOTATION_KEYWORDS, BASE64_PATTERN, NO_SLOTS, KeyRule, Slots
                    spec_of)
 from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, PATTERN_COUNT, SHORT_STRING, CountedString,
                       any_string_dfa, bounds_implied, counted_states, encode_chars, encoded_string, pattern_tree,
-                      string_tree)
+                      string_tree, utf8_chars)
 from .trees import EMPTY, NOTHING, alt, cls, lit, rep, seq, star
 
 __all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES", "largest_parts", "any_value_callee"]
@@ -645,7 +645,7 @@ class SchemaEmitter:
             try:
                 pattern_tree(pattern)
             except RegexError as err:
-                raise SchemaError(f"pattern {pattern!r} cannot be compiled: {err.reason}", (loc.pointer or "#") + "/pattern") from None
+                raise SchemaError(f"pattern {pattern!r} cannot be compiled (at position {err.position}): {err.reason}", (loc.pointer or "#") + "/pattern") from None
             patterns.append(pattern)
         max_length = min((n for n in [spec.max_length, *map(FORMAT_MAX_LENGTH.get, formats)] if n is not None),
                          default=None)
@@ -1531,7 +1531,7 @@ def _unique(values: list[Any]) -> list[Any]:
 
 @lru_cache(maxsize=1024)
 def _search_dfa(pattern: str) -> ByteDFA:
-    return build_byte_dfa(pattern_tree(pattern))
+    return build_byte_dfa(utf8_chars(pattern_tree(pattern)))
 
 
 def _ecma_search(pattern: str, text: str) -> bool:
@@ -1586,7 +1586,7 @@ def _search(pattern: str, name: str, loc: Loc) -> bool:
     try:
         return _search_dfa(pattern).matches(name.encode("utf-8"))
     except RegexError as err:
-        raise SchemaError(f"patternProperties key {pattern!r} cannot be compiled: {err.reason}", loc.pointer) from None
+        raise SchemaError(f"patternProperties key {pattern!r} cannot be compiled (at position {err.position}): {err.reason}", loc.pointer) from None
 
 
 @lru_cache(maxsize=1024)
@@ -1598,7 +1598,7 @@ def _pattern_key_dfa(pattern: str, loc: Loc) -> ByteDFA:
     try:
         return _pattern_key_dfa_cached(pattern)
     except RegexError as err:
-        raise SchemaError(f"patternProperties key {pattern!r} cannot be compiled: {err.reason}", loc.pointer) from None
+        raise SchemaError(f"patternProperties key {pattern!r} cannot be compiled (at position {err.position}): {err.reason}", loc.pointer) from None
 
 
 #: Sets of patternProperties that keys can match together, at most, in one object.

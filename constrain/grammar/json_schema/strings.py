@@ -18,10 +18,10 @@ from functools import lru_cache
 import numpy as np
 
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, _live_states, build_byte_dfa
-from ...automata.dfa_ops import intersect
+from ...automata.dfa_ops import difference, intersect
 from ...automata.pushdown import CountedCallee
 from ...errors import RegexError
-from ..regex import Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, _Anchor, _Parser, _strip_anchors, normalize_ranges
+from ..regex import Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, _Anchor, _Look, _Parser, _strip_anchors, normalize_ranges
 from .formats import FORMATS
 from .trees import EMPTY, NOTHING, alt, lit, seq, star
 
@@ -92,6 +92,19 @@ def _encode_charset(ranges: tuple[tuple[int, int], ...]) -> RegexNode:
     return alt(*parts)
 
 
+@dataclass(frozen=True, eq=False)
+class Filtered:
+    """The strings of ``body`` that are (``keep``) or are not in ``test``, both trees of
+    code points: what a look-ahead, or a ``$`` before a pattern's end, leaves of the text
+    that follows it (:func:`pattern_tree`).  It becomes a product of two automata when
+    its characters are given bytes (:func:`encode_chars`, :func:`utf8_chars`), since
+    either encoding maps each character on its own and so commutes with products."""
+
+    body: RegexNode
+    test: RegexNode
+    keep: bool
+
+
 def encode_chars(node: RegexNode) -> RegexNode:
     """The tree of the JSON-encoded forms of the strings of ``node`` (a code-point tree).
 
@@ -99,20 +112,47 @@ def encode_chars(node: RegexNode) -> RegexNode:
     mark, which are no characters) and is kept as it is: escaping maps each character
     on its own, so what stands between the characters needs nothing.
     """
+    return _with_bytes(node, _encode_charset_node)
+
+
+def utf8_chars(node: RegexNode) -> RegexNode:
+    """``node`` over raw UTF-8 (a pattern searched in a string's value, not its JSON text)."""
+    return _with_bytes(node, None)
+
+
+def _encode_charset_node(node: CharSet) -> RegexNode:
+    return _encode_charset(node.ranges)
+
+
+def _with_bytes(node: RegexNode, chars) -> RegexNode:
+    """``node`` with each :class:`CharSet` given bytes by ``chars`` (None: UTF-8, which
+    the DFA builder does itself) and each :class:`Filtered` built as a product."""
     if isinstance(node, Automaton):
         return node
     if isinstance(node, CharSet):
-        return _encode_charset(node.ranges)
+        return node if chars is None else chars(node)
+    if isinstance(node, Filtered):
+        return _filtered_bytes(_with_bytes(node.body, chars), _with_bytes(node.test, chars), node.keep)
     if isinstance(node, Concat):
-        return Concat(tuple(encode_chars(item) for item in node.items))
+        return Concat(tuple(_with_bytes(item, chars) for item in node.items))
     if isinstance(node, Alt):
-        return Alt(tuple(encode_chars(item) for item in node.items))
+        return Alt(tuple(_with_bytes(item, chars) for item in node.items))
     if isinstance(node, Repeat):
-        return Repeat(encode_chars(node.item), node.min, node.max)
+        return Repeat(_with_bytes(node.item, chars), node.min, node.max)
     if isinstance(node, Graph):
         return Graph(node.num_states, node.start, node.finals,
-                     tuple((a, encode_chars(item), b) for a, item, b in node.edges))
+                     tuple((a, _with_bytes(item, chars), b) for a, item, b in node.edges))
     raise TypeError(f"cannot encode {type(node).__name__}")
+
+
+def _filtered_bytes(body: RegexNode, test: RegexNode, keep: bool) -> RegexNode:
+    if body is NOTHING or (keep and test is NOTHING):
+        return NOTHING
+    if test is NOTHING:
+        return body
+    body_dfa, test_dfa = build_byte_dfa(body), build_byte_dfa(test)
+    out = intersect(body_dfa, test_dfa) if keep else difference(body_dfa, test_dfa)
+    return NOTHING if out is None else Automaton(out)
 
 
 def encoded_string(text: str) -> str:
@@ -131,8 +171,13 @@ def pattern_tree(pattern: str) -> RegexNode:
     ``Σ*w1Σ*|...|Σ*wkΣ*``, whose subset construction tracks which words have been
     seen (2**k states before minimisation: eighteen unanchored words as a
     ``patternProperties`` key passed the state limit).
+
+    Look-aheads, and ``$`` before the end of an alternative, are assertions on the
+    text that follows them: an alternative that has them is built from its end
+    backwards (:func:`_followed_by`), each assertion filtering what follows it.  The
+    tree then holds :class:`Filtered` nodes, which the encoders build as products.
     """
-    parser = _Parser(pattern, "ecma", False, False)
+    parser = _Parser(pattern, "ecma", False, False, lookaheads=True)
     tree = parser.parse()
     branches = tree.items if isinstance(tree, Alt) else (tree,)
     by_anchors: dict[tuple[bool, bool], list[RegexNode]] = {}
@@ -140,9 +185,85 @@ def pattern_tree(pattern: str) -> RegexNode:
         items = branch.items if isinstance(branch, Concat) else (branch,)
         starts = bool(items) and isinstance(items[0], _Anchor) and items[0].kind == "^"
         ends = bool(items) and isinstance(items[-1], _Anchor) and items[-1].kind == "$"
-        by_anchors.setdefault((starts, ends), []).append(_strip_anchors(branch, True, True, parser))
-    return alt(*(seq(EMPTY if starts else star(ANY_CHAR), alt(*bodies), EMPTY if ends else star(ANY_CHAR))
+        if _asserts_ahead(branch):
+            body = _strip_anchors(branch, True, True, parser, keep_end=True)
+            by_anchors.setdefault((starts, True), []).append(_followed_by(body, _ANY_STRING, parser))
+        else:
+            by_anchors.setdefault((starts, ends), []).append(_strip_anchors(branch, True, True, parser))
+    return alt(*(seq(EMPTY if starts else _ANY_STRING, alt(*bodies), EMPTY if ends else _ANY_STRING)
                  for (starts, ends), bodies in by_anchors.items()))
+
+
+_ANY_STRING = star(ANY_CHAR)
+#: A look-ahead inside a repetition is resolved by unrolling it, up to this many times.
+MAX_UNROLLED_LOOKS = 16
+
+
+def _asserts_ahead(node) -> bool:
+    """Whether ``node`` holds a look-ahead or a ``$`` anywhere but at its very end."""
+    if isinstance(node, _Look):
+        return True
+    if isinstance(node, Concat):
+        last = len(node.items) - 1
+        return any(_asserts_ahead(item) or (k < last and _holds_assertion(item)) for k, item in enumerate(node.items))
+    if isinstance(node, Alt):
+        return any(_asserts_ahead(item) for item in node.items)
+    if isinstance(node, Repeat):
+        return _holds_assertion(node.item) and (node.max is None or node.max > 1)
+    return False
+
+
+def _holds_assertion(node) -> bool:
+    """Whether ``node`` holds a ``$`` or a look-ahead (``^`` is checked by the stripping)."""
+    if isinstance(node, _Look):
+        return True
+    if isinstance(node, _Anchor):
+        return node.kind == "$"
+    if isinstance(node, (Concat, Alt)):
+        return any(_holds_assertion(item) for item in node.items)
+    if isinstance(node, Repeat):
+        return _holds_assertion(node.item)
+    return False
+
+
+def _followed_by(node, rest: RegexNode, parser: _Parser) -> RegexNode:
+    """The texts of ``node`` followed by ``rest`` (the text after it, to the end of the
+    string), with ``node``'s assertions applied to what follows each of them: ``$``
+    keeps only the empty rest, ``(?=x)`` the rest that starts with a match of ``x``,
+    ``(?!x)`` the rest that does not.  Only what holds an assertion is distributed
+    over ``rest``; everything else is simply followed by it."""
+    if isinstance(node, _Look):
+        return Filtered(rest, _followed_by(node.body, _ANY_STRING, parser), not node.negative)
+    if isinstance(node, _Anchor):  # '$' ('^' was stripped where it may stand)
+        return EMPTY if rest is _ANY_STRING else Filtered(rest, EMPTY, True)
+    if not _holds_assertion(node):
+        return seq(node, rest)
+    if isinstance(node, Concat):
+        for item in reversed(node.items):
+            rest = _followed_by(item, rest, parser)
+        return rest
+    if isinstance(node, Alt):
+        return alt(*(_followed_by(item, rest, parser) for item in node.items))
+    return _followed_by(_unrolled(node, parser), rest, parser)
+
+
+def _unrolled(node: Repeat, parser: _Parser) -> RegexNode:
+    """A bounded repetition as copies (``x{1,3}`` is ``x(x(x)?)?``), so that an assertion
+    inside each copy sees what follows that copy.  Unbounded ones cannot be unrolled."""
+    if node.max is None or node.max > MAX_UNROLLED_LOOKS:
+        count = "an unbounded repetition" if node.max is None else f"a repetition of more than {MAX_UNROLLED_LOOKS}"
+        raise parser.error(f"a look-ahead or '$' inside {count} is not supported", _assertion_position(node))
+    tail: RegexNode = EMPTY
+    for _ in range(node.max - node.min):
+        tail = Alt((EMPTY, Concat((node.item, tail))))
+    return Concat((node.item,) * node.min + (tail,))
+
+
+def _assertion_position(node) -> int:
+    if isinstance(node, (_Look, _Anchor)):
+        return node.position
+    items = node.items if isinstance(node, (Concat, Alt)) else (node.item,)
+    return next(_assertion_position(item) for item in items if _holds_assertion(item))
 
 
 def string_tree(min_length: int, max_length: int | None, patterns: list[str], formats: list[str]) -> RegexNode:
@@ -208,6 +329,8 @@ def length_range(node: RegexNode) -> tuple[int, int | None]:
         return low * node.min, None if high is None else high * node.max
     if isinstance(node, _Anchor):
         return (0, 0)
+    if isinstance(node, Filtered):
+        return length_range(node.body)
     return (0, None)
 
 
