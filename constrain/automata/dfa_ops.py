@@ -17,7 +17,7 @@ from ..errors import RegexError
 from ._dfa_kernels import PRODUCT_MODES, PRODUCT_OVERFLOW, bounded_runs, pair_product, trie_without_words
 from .byte_dfa import MAX_DFA_STATES, ByteDFA, _kernel_arrays, _minimize, _prune_dead
 
-__all__ = ["intersect", "difference", "union", "product", "without_words", "bound_runs", "dfa_from_table",
+__all__ = ["intersect", "difference", "union", "product", "without_words", "bound_runs", "dfa_from_table", "assert_ahead",
            "ANY_SUFFIX", "any_suffix_marker", "has_any_suffix", "widen_any_suffix"]
 
 #: The byte that stands for "any bytes from here to the end of the text" in an
@@ -165,6 +165,82 @@ def _universal_as_mark(dfa: ByteDFA) -> ByteDFA:
     cut = dfa_from_table(trans, accepting, mark if dfa.start == universal else dfa.start)
     assert cut is not None
     return cut
+
+
+def assert_ahead(main: ByteDFA, tests: dict[int, tuple[ByteDFA, bool]], max_states: int = MAX_DFA_STATES) -> ByteDFA | None:
+    """The texts of ``main`` with its marker bytes (the keys of ``tests``) taken out, where
+    at each marker ``b`` a run takes, the rest of the text is in ``tests[b][0]`` (when
+    ``tests[b][1]``) or is not (otherwise): look-aheads and ``$`` inside a repetition,
+    whose every copy asserts something about the copies after it.
+
+    A subset construction whose states are sets of runs, a run being a state of
+    ``main`` with the obligations taken on its way: (marker, state of that test on the
+    text read since).  Tests are deterministic, so obligations move in step with the
+    text; one whose test has died is broken (kept) or met for good (refused) at once,
+    and the rest are settled at the end of the text.  None when empty.
+    """
+    markers = sorted(tests)
+    columns: dict[bytes, list[int]] = {}
+    tables = np.vstack([main.trans] + [test.trans for test, _ in tests.values()])
+    for byte in range(256):
+        if byte not in tests:
+            columns.setdefault(tables[:, byte].tobytes(), []).append(byte)
+    main_trans, main_accepting = main.trans.tolist(), main.accepting.tolist()
+    test_trans = {b: test.trans.tolist() for b, (test, _) in tests.items()}
+
+    def closure(runs: set) -> frozenset:
+        todo = list(runs)
+        while todo:
+            state, obligations = todo.pop()
+            for b in markers:
+                target = main_trans[state][b]
+                if target >= 0:
+                    run = (target, obligations | {(b, tests[b][0].start)})
+                    if run not in runs:
+                        runs.add(run)
+                        todo.append(run)
+        return frozenset(runs)
+
+    def step(runs: frozenset, byte: int) -> frozenset:
+        out = set()
+        for state, obligations in runs:
+            target = main_trans[state][byte]
+            if target < 0:
+                continue
+            kept = []
+            for b, at in obligations:
+                moved = test_trans[b][at][byte]
+                if moved >= 0:
+                    kept.append((b, moved))
+                elif tests[b][1]:
+                    break  # a look-ahead that can no longer match
+            else:
+                out.add((target, frozenset(kept)))
+        return closure(out)
+
+    def accepts(runs: frozenset) -> bool:
+        return any(main_accepting[state] and all(bool(tests[b][0].accepting[at]) == tests[b][1] for b, at in obligations)
+                   for state, obligations in runs)
+
+    start = closure({(main.start, frozenset())})
+    index = {start: 0}
+    order = [start]
+    rows = []
+    while len(rows) < len(order):
+        runs = order[len(rows)]
+        row = np.full(256, -1, dtype=np.int32)
+        for same in columns.values():
+            target = step(runs, same[0])
+            if not target:
+                continue
+            if target not in index:
+                if len(order) >= max_states:
+                    raise RegexError(f"a look-ahead inside a repetition needs more than {max_states} states", "", 0)
+                index[target] = len(order)
+                order.append(target)
+            row[same] = index[target]
+        rows.append(row)
+    return dfa_from_table(np.array(rows, dtype=np.int32), np.array([accepts(r) for r in order]), 0)
 
 
 def dfa_from_table(trans: np.ndarray, accepting: np.ndarray, start: int) -> ByteDFA | None:

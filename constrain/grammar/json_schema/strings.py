@@ -18,8 +18,8 @@ from functools import lru_cache
 import numpy as np
 
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, _live_states, build_byte_dfa
-from ...automata.dfa_ops import difference, intersect
-from ...automata.pushdown import CountedCallee
+from ...automata.dfa_ops import assert_ahead, difference, intersect
+from ...automata.pushdown import CountedCallee, call_marker
 from ...errors import RegexError
 from ..regex import Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, _Anchor, _Look, _Parser, _strip_anchors, normalize_ranges
 from .formats import FORMATS
@@ -105,6 +105,19 @@ class Filtered:
     keep: bool
 
 
+@dataclass(frozen=True, eq=False)
+class Asserted:
+    """``body`` followed by ``rest``, where ``body`` holds marker bytes standing for
+    assertions that each copy of a repetition makes about the text after it (which
+    includes the later copies): ``tests`` are (marker, the tree of what the rest must
+    or must not start with, must).  Built by :func:`~constrain.automata.dfa_ops.assert_ahead`
+    once the characters get bytes."""
+
+    body: RegexNode
+    rest: RegexNode
+    tests: tuple[tuple[int, RegexNode, bool], ...]
+
+
 def encode_chars(node: RegexNode) -> RegexNode:
     """The tree of the JSON-encoded forms of the strings of ``node`` (a code-point tree).
 
@@ -133,6 +146,11 @@ def _with_bytes(node: RegexNode, chars) -> RegexNode:
         return node if chars is None else chars(node)
     if isinstance(node, Filtered):
         return _filtered_bytes(_with_bytes(node.body, chars), _with_bytes(node.test, chars), node.keep)
+    if isinstance(node, Asserted):
+        main = build_byte_dfa(seq(_with_bytes(node.body, chars), _with_bytes(node.rest, chars)))
+        tests = {marker: (build_byte_dfa(_with_bytes(test, chars)), keep) for marker, test, keep in node.tests}
+        out = assert_ahead(main, tests)
+        return NOTHING if out is None else Automaton(out)
     if isinstance(node, Concat):
         return Concat(tuple(_with_bytes(item, chars) for item in node.items))
     if isinstance(node, Alt):
@@ -175,7 +193,8 @@ def pattern_tree(pattern: str) -> RegexNode:
     Look-aheads, and ``$`` before the end of an alternative, are assertions on the
     text that follows them: an alternative that has them is built from its end
     backwards (:func:`_followed_by`), each assertion filtering what follows it.  The
-    tree then holds :class:`Filtered` nodes, which the encoders build as products.
+    tree then holds :class:`Filtered` nodes, which the encoders build as products, and
+    for assertions inside long repetitions :class:`Asserted` ones.
     """
     parser = _Parser(pattern, "ecma", False, False, lookaheads=True)
     tree = parser.parse()
@@ -195,8 +214,12 @@ def pattern_tree(pattern: str) -> RegexNode:
 
 
 _ANY_STRING = star(ANY_CHAR)
-#: A look-ahead inside a repetition is resolved by unrolling it, up to this many times.
+#: A look-ahead inside a repetition is resolved by unrolling it, up to this many times;
+#: beyond, the repetition is built with markers (:class:`Asserted`).
 MAX_UNROLLED_LOOKS = 16
+#: The bytes that stand for assertions inside an :class:`Asserted` repetition: none of them
+#: occurs in UTF-8 (they are call symbols elsewhere, never inside a pattern's automaton).
+_ASSERTION_MARKERS = tuple(range(0xF5, 0x100))
 
 
 def _asserts_ahead(node) -> bool:
@@ -244,26 +267,49 @@ def _followed_by(node, rest: RegexNode, parser: _Parser) -> RegexNode:
         return rest
     if isinstance(node, Alt):
         return alt(*(_followed_by(item, rest, parser) for item in node.items))
-    return _followed_by(_unrolled(node, parser), rest, parser)
+    return _repeated_with_assertions(node, rest, parser)
 
 
 def _unrolled(node: Repeat, parser: _Parser) -> RegexNode:
     """A bounded repetition as copies (``x{1,3}`` is ``x(x(x)?)?``), so that an assertion
-    inside each copy sees what follows that copy.  Unbounded ones cannot be unrolled."""
-    if node.max is None or node.max > MAX_UNROLLED_LOOKS:
-        count = "an unbounded repetition" if node.max is None else f"a repetition of more than {MAX_UNROLLED_LOOKS}"
-        raise parser.error(f"a look-ahead or '$' inside {count} is not supported", _assertion_position(node))
+    inside each copy sees what follows that copy."""
     tail: RegexNode = EMPTY
     for _ in range(node.max - node.min):
         tail = Alt((EMPTY, Concat((node.item, tail))))
     return Concat((node.item,) * node.min + (tail,))
 
 
-def _assertion_position(node) -> int:
+def _repeated_with_assertions(node: Repeat, rest: RegexNode, parser: _Parser) -> RegexNode:
+    """A repetition whose item asserts something about what follows it: unrolled when it
+    is short, else with each assertion a marker byte (:class:`Asserted`): there the
+    copies after a copy are part of what its assertion sees, which no tree can split."""
+    if node.max is not None and node.max <= MAX_UNROLLED_LOOKS:
+        return _followed_by(_unrolled(node, parser), rest, parser)
+    tests: list[tuple[int, RegexNode, bool]] = []
+    body = _with_markers(node, tests, parser)
+    return Asserted(body, rest, tuple(tests))
+
+
+def _with_markers(node, tests: list, parser: _Parser):
+    """``node`` with each look-ahead and ``$`` replaced by a fresh marker byte, its test
+    appended to ``tests`` (a look-ahead's body is resolved on its own, as a filter)."""
     if isinstance(node, (_Look, _Anchor)):
-        return node.position
-    items = node.items if isinstance(node, (Concat, Alt)) else (node.item,)
-    return next(_assertion_position(item) for item in items if _holds_assertion(item))
+        if len(tests) == len(_ASSERTION_MARKERS):
+            raise parser.error(f"more than {len(_ASSERTION_MARKERS)} look-aheads or '$' in one repetition are not "
+                               f"supported", node.position)
+        marker = _ASSERTION_MARKERS[len(tests)]
+        if isinstance(node, _Look):
+            tests.append((marker, _followed_by(node.body, _ANY_STRING, parser), not node.negative))
+        else:
+            tests.append((marker, EMPTY, True))
+        return Automaton(call_marker(marker))
+    if not _holds_assertion(node):
+        return node
+    if isinstance(node, Concat):
+        return Concat(tuple(_with_markers(item, tests, parser) for item in node.items))
+    if isinstance(node, Alt):
+        return Alt(tuple(_with_markers(item, tests, parser) for item in node.items))
+    return Repeat(_with_markers(node.item, tests, parser), node.min, node.max)
 
 
 def string_tree(min_length: int, max_length: int | None, patterns: list[str], formats: list[str]) -> RegexNode:
