@@ -1062,6 +1062,20 @@ def test_dependency_names_keep_one_order_in_products(schema):
             assert not dfa.matches(text.encode()) or is_valid(schema, value), text
 
 
+def test_enum_lists_meet_by_json_schema_equality():
+    """``enum: [0]`` and ``const: -0.0`` share one value (JSON Schema: 0 equals -0.0).
+    Matched with signed zeros they shared none, so under ``not`` nothing was taken away
+    and ``0`` got through (found by the random product fuzzer)."""
+    both = {"allOf": [{"enum": [0, [0]]}, {"enum": [-0.0, [-0.0], 1]}]}
+    dfa = dfa_for(both)
+    assert all(dfa.matches(t) for t in [b"0", b"-0.0", b"[0]", b"[-0.0]"]) and not dfa.matches(b"1")
+    for schema in ({"not": both}, {"if": {"oneOf": [{"type": "array", "items": {"type": "string"}}, both]},
+                                   "then": {"type": "object"}}):
+        dfa = dfa_for(schema)
+        for text in ["0", "0.0", "-0", "-0.0", "0e0", "[0]", "[-0.0]", "[0.0]", "1", "[]"]:
+            assert not dfa.matches(text.encode()) or is_valid(schema, json.loads(text)), (schema, text)
+
+
 def test_enum_values_meet_patterns_the_ecma_way():
     """Enum values are filtered by the same pattern rules as the strings the language
     builds: ECMA-262 (``\\d`` is ASCII, ``\\p{...}`` known), not Python's ``re``."""

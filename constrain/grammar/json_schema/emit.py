@@ -893,10 +893,13 @@ class SchemaEmitter:
 
     # -- enum / const -------------------------------------------------------------------
     def _enum_tree(self, spec: Spec) -> RegexNode:
-        candidates = spec.enums[0]
-        for other in spec.enums[1:]:
-            keys = {_json_key(v) for v in other}
-            candidates = [v for v in candidates if _json_key(v) in keys]
+        """The values every ``enum``/``const`` of ``spec`` lists, equal as JSON Schema counts
+        (``0`` is ``-0.0``), each written as any list writes it: ``allOf`` of ``enum: [0]``
+        and ``const: -0.0`` is zero, spelled ``0`` and ``-0.0``.  (Matched with signed
+        zeros, the two lists had nothing in common, and under ``not`` nothing was taken
+        away.)"""
+        common = set.intersection(*({_json_key(v, False) for v in values} for values in spec.enums))
+        candidates = [v for values in spec.enums for v in values if _json_key(v, False) in common]
         kept = [v for v in _unique(candidates) if self._valid(v, spec) and _meets_content(v, spec)]
         return alt(*(self._literal(v, spec.slots) for v in kept))
 
