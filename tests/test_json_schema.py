@@ -1720,8 +1720,9 @@ def test_products_over_recursive_definitions_share_member_order_at_every_depth(s
 def test_random_products_with_cuts_accept_no_invalid_value():
     """Random nestings of not, oneOf, if and contains over recursion (two definitions
     listing the same members in opposite orders among them), free-form values, arrays
-    of arrays and object constants, against values up to 7 levels deep: the languages
-    may refuse deep valid values (a cut) but never accept an invalid one."""
+    of arrays, object constants, dependencies and signed zeros, against values up to 7
+    levels deep: the languages may refuse deep valid values (a cut) but never accept an
+    invalid one."""
     rng = random.Random(18)
     defs = {**KEYED, "t": {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#/$defs/t"}}]},
             "p": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {}, "k": {"$ref": "#/$defs/p"}}},
@@ -1730,7 +1731,9 @@ def test_random_products_with_cuts_accept_no_invalid_value():
     leaves = [{}, {"type": "object"}, {"type": "array"}, {"type": "integer"}, {"$ref": "#/$defs/n"},
               {"$ref": "#/$defs/t"}, {"$ref": "#/$defs/p"}, {"$ref": "#/$defs/q"},
               {"type": "array", "items": {"type": "array"}}, {"const": 1}, {"type": "object", "required": ["k"]},
-              {"const": {"a": 1, "b": 2}}, {"enum": [{"b": 1, "a": "x"}, 1]}]  # object constants: every order
+              {"const": {"a": 1, "b": 2}}, {"enum": [{"b": 1, "a": "x"}, 1]},  # object constants: every order
+              {"type": "object", "dependentRequired": {"a": ["b"]}},  # a dependency's names: slotted
+              {"allOf": [{"enum": [0, "x"]}, {"const": -0.0}]}]  # lists meet by JSON Schema equality
 
     def schema(depth):
         kind = rng.randrange(7) if depth else 6
@@ -1756,7 +1759,7 @@ def test_random_products_with_cuts_accept_no_invalid_value():
             return [value(depth - 1) for _ in range(rng.randint(0, 2))]
         if kind == 2:
             return {"k": value(depth - 1)}
-        return rng.choice([1, "x", None, {}, [], [[[]]], {"a": 1, "b": 2}, {"b": 2, "a": 1}, {"b": 1, "a": "x"}])
+        return rng.choice([1, "x", None, {}, [], [[[]]], {"a": 1, "b": 2}, {"b": 2, "a": 1}, {"b": 1, "a": "x"}, 0, -0.0])
 
     checked = 0
     for _ in range(60):
