@@ -1076,6 +1076,16 @@ def test_enum_lists_meet_by_json_schema_equality():
             assert not dfa.matches(text.encode()) or is_valid(schema, json.loads(text)), (schema, text)
 
 
+def test_zero_literals_take_each_zero_json_dumps_writes():
+    """``const: -0.0`` equals ``0`` and ``0.0``; json.dumps writes the three (0, 0.0, -0.0
+    as int, float, negative float), so a valid instance may come in any of them (the
+    completeness fuzzer found ``0.0`` refused)."""
+    for schema in ({"const": -0.0}, {"const": 0}, {"enum": [0.0, "x"]}, {"const": [0]}):
+        dfa = dfa_for(schema)
+        for value in (0, 0.0, -0.0, [0], [-0.0], [0.0], 1, [1]):
+            assert dfa.matches(text_of(value).encode()) == is_valid(schema, value), (schema, value)
+
+
 def test_enum_values_meet_patterns_the_ecma_way():
     """Enum values are filtered by the same pattern rules as the strings the language
     builds: ECMA-262 (``\\d`` is ASCII, ``\\p{...}`` known), not Python's ``re``."""

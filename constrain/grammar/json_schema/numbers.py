@@ -58,7 +58,10 @@ def number_literal(value: int | float, spelling: int = JSON_SPELLING) -> RegexNo
     """The texts of one numeric enum/const value: ``json.dumps``'s, and for an integral
     value the other of ``2`` and ``2.0`` (how JSON writers print ints and floats);
     exponents written out where numbers are plain; trailing zeros where every plain
-    spelling is wanted."""
+    spelling is wanted.  Zero is also ``-0.0`` where negative zero is written (JSON
+    Schema counts them equal, and ``json.dumps`` writes a negative zero so)."""
+    if spelling == JSON_SPELLING and value == 0:
+        return alt(lit("0"), lit("0.0"), lit("-0.0"))
     if spelling == JSON_SPELLING and isinstance(value, float) and not value.is_integer():
         return lit(repr(value))
     if spelling == JSON_SPELLING and isinstance(value, float):
