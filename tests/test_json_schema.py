@@ -937,18 +937,20 @@ LOOK_AHEAD_PATTERNS = [
     r"^(?=.{1,5}$)a+b*$", r"^(?:a(?!b)){0,3}$", r"^(a|b(?=c))c?$", r"(?=a)(?!ab)", r"^(?:(?=a)|b)\w$",
     r"^(.{1,3}\.){1,3}(?![0-9]*$)[a-z0-9-]+\.?$", r"^((?!ab).)*$", r"^([^,]+(,|$)){3,}$",
     r"^(\/?((\.{2})|([a-z0-9\-]*))($|\/))*$", r"^(a(?=b)b?){2,20}$", r"((?!a.).)+b", r"^(?:(?!\.\.)[a-z.,])*$",
+    r"\bab\b", r"\Ba", r"^\w+\b", r"x\b.y", r"\b", r"\B", r"^(a\b|b)+$", r"(?=a)\b\w",
+    r"^https?:\/\/(www\.)?[-a-z0-9@:%._]{1,25}\.[a-z]{1,6}\b([-a-z0-9@:%_.~#?&//=]*)$",
 ]
 
 
 @pytest.mark.parametrize("pattern", LOOK_AHEAD_PATTERNS)
 def test_look_aheads_and_inner_dollars_in_patterns(pattern):
-    """Look-aheads and a ``$`` before a pattern's end filter the text that follows them
-    (strings.pattern_tree builds each alternative from its end).  Oracle: the ``regex``
+    """Look-aheads, a ``$`` before a pattern's end and word boundaries (strings.pattern_tree:
+    filters on the text that follows, or markers checked by dfa_ops.assert_ahead).  Oracle: the ``regex``
     module's search, ASCII classes as in ECMA-262, ``$`` as end of input."""
     import regex
     oracle = regex.compile(pattern.replace("$", r"\Z"), flags=regex.ASCII)
     dfa = dfa_for({"type": "string", "pattern": pattern})
-    pieces = list("ab.c/xy@_-09,,") + ["yaml", "org.bukkit.", "lucene.", "pattern", "None", "é", "\n", "1.2"]
+    pieces = list("ab.c/xy@_-09,,") + ["http://", "www.", ".com", "yaml", "org.bukkit.", "lucene.", "pattern", "None", "é", "\n", "1.2"]
     rng = random.Random(pattern)
     for _ in range(1500):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
@@ -961,6 +963,8 @@ def test_too_many_assertions_in_one_repetition_are_refused_by_position():
     pattern = "^(?:" + "(?!a)" * 12 + ".)*$"
     with pytest.raises(SchemaError, match=r"position 59\): more than 11 look-aheads"):
         dfa_for({"type": "string", "pattern": pattern})
+    with pytest.raises(SchemaError, match=r"position 4\): a word boundary inside a look-ahead"):
+        dfa_for({"type": "string", "pattern": r"x(?=\ba)"})
 
 
 def test_pattern_dollar_is_ecma_end_of_input():

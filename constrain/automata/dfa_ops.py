@@ -167,35 +167,46 @@ def _universal_as_mark(dfa: ByteDFA) -> ByteDFA:
     return cut
 
 
-def assert_ahead(main: ByteDFA, tests: dict[int, tuple[ByteDFA, bool]], max_states: int = MAX_DFA_STATES) -> ByteDFA | None:
+def assert_ahead(main: ByteDFA, tests: dict[int, tuple[ByteDFA, bool, bool]], behind: ByteDFA | None = None,
+                 max_states: int = MAX_DFA_STATES) -> ByteDFA | None:
     """The texts of ``main`` with its marker bytes (the keys of ``tests``) taken out, where
     at each marker ``b`` a run takes, the rest of the text is in ``tests[b][0]`` (when
     ``tests[b][1]``) or is not (otherwise): look-aheads and ``$`` inside a repetition,
-    whose every copy asserts something about the copies after it.
+    whose every copy asserts something about the copies after it.  Where ``tests[b][2]``
+    is set, that wish is turned round when the text read so far is in ``behind``: a
+    word boundary wants a word character ahead exactly when there is none behind.
 
     A subset construction whose states are sets of runs, a run being a state of
-    ``main`` with the obligations taken on its way: (marker, state of that test on the
-    text read since).  Tests are deterministic, so obligations move in step with the
-    text; one whose test has died is broken (kept) or met for good (refused) at once,
-    and the rest are settled at the end of the text.  None when empty.
+    ``main``, the state of ``behind`` on the whole text read, and the obligations taken
+    on the run's way: (marker, wish, state of that test on the text read since).  Tests
+    are deterministic, so obligations move in step with the text; one whose test has
+    died is broken (wished) or met for good (not wished) at once, and the rest are
+    settled at the end of the text.  None when empty.
     """
     markers = sorted(tests)
     columns: dict[bytes, list[int]] = {}
-    tables = np.vstack([main.trans] + [test.trans for test, _ in tests.values()])
+    tables = np.vstack([main.trans] + [test.trans for test, _, _ in tests.values()]
+                       + ([behind.trans] if behind is not None else []))
     for byte in range(256):
         if byte not in tests:
             columns.setdefault(tables[:, byte].tobytes(), []).append(byte)
     main_trans, main_accepting = main.trans.tolist(), main.accepting.tolist()
-    test_trans = {b: test.trans.tolist() for b, (test, _) in tests.items()}
+    test_trans = {b: test.trans.tolist() for b, (test, _, _) in tests.items()}
+    test_accepting = {b: test.accepting.tolist() for b, (test, _, _) in tests.items()}
+    behind_trans = behind.trans.tolist() if behind is not None else None
+    behind_accepting = behind.accepting.tolist() if behind is not None else None
 
     def closure(runs: set) -> frozenset:
         todo = list(runs)
         while todo:
-            state, obligations = todo.pop()
+            state, back, obligations = todo.pop()
             for b in markers:
                 target = main_trans[state][b]
                 if target >= 0:
-                    run = (target, obligations | {(b, tests[b][0].start)})
+                    test, wish, flips = tests[b]
+                    if flips and behind_accepting[back]:
+                        wish = not wish
+                    run = (target, back, obligations | {(b, wish, test.start)})
                     if run not in runs:
                         runs.add(run)
                         todo.append(run)
@@ -203,26 +214,29 @@ def assert_ahead(main: ByteDFA, tests: dict[int, tuple[ByteDFA, bool]], max_stat
 
     def step(runs: frozenset, byte: int) -> frozenset:
         out = set()
-        for state, obligations in runs:
+        for state, back, obligations in runs:
             target = main_trans[state][byte]
             if target < 0:
                 continue
+            moved_back = behind_trans[back][byte] if behind_trans is not None else 0
+            if moved_back < 0:
+                continue  # only bytes no text has: the main automaton refuses them too
             kept = []
-            for b, at in obligations:
+            for b, wish, at in obligations:
                 moved = test_trans[b][at][byte]
                 if moved >= 0:
-                    kept.append((b, moved))
-                elif tests[b][1]:
+                    kept.append((b, wish, moved))
+                elif wish:
                     break  # a look-ahead that can no longer match
             else:
-                out.add((target, frozenset(kept)))
+                out.add((target, moved_back, frozenset(kept)))
         return closure(out)
 
     def accepts(runs: frozenset) -> bool:
-        return any(main_accepting[state] and all(bool(tests[b][0].accepting[at]) == tests[b][1] for b, at in obligations)
-                   for state, obligations in runs)
+        return any(main_accepting[state] and all(test_accepting[b][at] == wish for b, wish, at in obligations)
+                   for state, _, obligations in runs)
 
-    start = closure({(main.start, frozenset())})
+    start = closure({(main.start, behind.start if behind is not None else 0, frozenset())})
     index = {start: 0}
     order = [start]
     rows = []
@@ -235,7 +249,7 @@ def assert_ahead(main: ByteDFA, tests: dict[int, tuple[ByteDFA, bool]], max_stat
                 continue
             if target not in index:
                 if len(order) >= max_states:
-                    raise RegexError(f"a look-ahead inside a repetition needs more than {max_states} states", "", 0)
+                    raise RegexError(f"an assertion inside a repetition needs more than {max_states} states", "", 0)
                 index[target] = len(order)
                 order.append(target)
             row[same] = index[target]

@@ -12,7 +12,7 @@ inclusive code point ranges.  Patterns match whole strings (like ``re.fullmatch`
 start or end of the pattern, or of a top-level alternative), and any other
 assertion (look-arounds, ``\\b``, back-references) raises :class:`RegexError` naming
 the construct and its position.  The JSON Schema compiler alone asks the parser for
-look-aheads (:class:`_Look` nodes), since a pattern there is searched in a whole string
+look-aheads and word boundaries (:class:`_Look`, :class:`_Boundary` nodes), since a pattern there is searched in a whole string
 value and what follows an assertion is known; a Lark terminal's look-ahead would look
 past the token into text the terminal does not own.
 """
@@ -90,6 +90,15 @@ class _Look:
 
     negative: bool
     body: object
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Boundary:
+    """``\\b`` (``negated``: ``\\B``) at ``position``, made only where look-aheads are
+    (JSON Schema patterns): a word character on exactly one side (on both or neither)."""
+
+    negated: bool
     position: int
 
 
@@ -449,7 +458,13 @@ class _Parser:
         if ch in "pP":
             return self.charset(self.property_escape(ch, start))
         if ch in "bB":
-            raise self.error(f"word-boundary assertion '\\{ch}' is not supported", start)
+            if not self.lookaheads:
+                raise self.error(f"word-boundary assertion '\\{ch}' is not supported here (only in JSON Schema "
+                                 f"patterns)", start)
+            if self.quantifier_ahead():
+                raise self.error(f"nothing to repeat: '\\{ch}' cannot be quantified", start)
+            self.saw_anchor = True
+            return _Boundary(ch == "B", start)
         if ch.isdigit() and ch != "0":
             raise self.error(f"back-reference '\\{ch}' is not supported", start)
         if ch == "k" and self.peek() == "<":
@@ -578,7 +593,7 @@ class _Parser:
 
 def _only_empty(node) -> bool:
     """True when the node can only match the empty string (anchors, empty groups)."""
-    if isinstance(node, (_Anchor, _Look)):
+    if isinstance(node, (_Anchor, _Look, _Boundary)):
         return True
     if isinstance(node, (Concat, Alt)):
         return all(_only_empty(item) for item in node.items)

@@ -21,7 +21,8 @@ from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, _live_states, build_by
 from ...automata.dfa_ops import assert_ahead, difference, intersect
 from ...automata.pushdown import CountedCallee, call_marker
 from ...errors import RegexError
-from ..regex import Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, _Anchor, _Look, _Parser, _strip_anchors, normalize_ranges
+from ..regex import (Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, _WORD, _Anchor, _Boundary, _Look, _Parser,
+                     _strip_anchors, normalize_ranges)
 from .formats import FORMATS
 from .trees import EMPTY, NOTHING, alt, lit, seq, star
 
@@ -110,12 +111,15 @@ class Asserted:
     """``body`` followed by ``rest``, where ``body`` holds marker bytes standing for
     assertions that each copy of a repetition makes about the text after it (which
     includes the later copies): ``tests`` are (marker, the tree of what the rest must
-    or must not start with, must).  Built by :func:`~constrain.automata.dfa_ops.assert_ahead`
-    once the characters get bytes."""
+    or must not start with, must, whether "must" turns round after a word character).
+    A body with word boundaries starts where the string does, and ``behind`` is then
+    the tree of texts that end with a word character.  Built by
+    :func:`~constrain.automata.dfa_ops.assert_ahead` once the characters get bytes."""
 
     body: RegexNode
     rest: RegexNode
-    tests: tuple[tuple[int, RegexNode, bool], ...]
+    tests: tuple[tuple[int, RegexNode, bool, bool], ...]
+    behind: RegexNode | None = None
 
 
 def encode_chars(node: RegexNode) -> RegexNode:
@@ -148,8 +152,9 @@ def _with_bytes(node: RegexNode, chars) -> RegexNode:
         return _filtered_bytes(_with_bytes(node.body, chars), _with_bytes(node.test, chars), node.keep)
     if isinstance(node, Asserted):
         main = build_byte_dfa(seq(_with_bytes(node.body, chars), _with_bytes(node.rest, chars)))
-        tests = {marker: (build_byte_dfa(_with_bytes(test, chars)), keep) for marker, test, keep in node.tests}
-        out = assert_ahead(main, tests)
+        tests = {marker: (build_byte_dfa(_with_bytes(test, chars)), keep, flips) for marker, test, keep, flips in node.tests}
+        behind = build_byte_dfa(_with_bytes(node.behind, chars)) if node.behind is not None else None
+        out = assert_ahead(main, tests, behind)
         return NOTHING if out is None else Automaton(out)
     if isinstance(node, Concat):
         return Concat(tuple(_with_bytes(item, chars) for item in node.items))
@@ -194,7 +199,10 @@ def pattern_tree(pattern: str) -> RegexNode:
     text that follows them: an alternative that has them is built from its end
     backwards (:func:`_followed_by`), each assertion filtering what follows it.  The
     tree then holds :class:`Filtered` nodes, which the encoders build as products, and
-    for assertions inside long repetitions :class:`Asserted` ones.
+    for assertions inside long repetitions :class:`Asserted` ones.  A word boundary
+    looks behind too, so an alternative with one is a single :class:`Asserted` node
+    from the string's start, which also tracks whether the text so far ends in a word
+    character.
     """
     parser = _Parser(pattern, "ecma", False, False, lookaheads=True)
     tree = parser.parse()
@@ -204,7 +212,12 @@ def pattern_tree(pattern: str) -> RegexNode:
         items = branch.items if isinstance(branch, Concat) else (branch,)
         starts = bool(items) and isinstance(items[0], _Anchor) and items[0].kind == "^"
         ends = bool(items) and isinstance(items[-1], _Anchor) and items[-1].kind == "$"
-        if _asserts_ahead(branch):
+        if _has_boundary(branch):  # an assertion on both sides: the whole branch, from the string's start
+            body = seq(EMPTY if starts else _ANY_STRING, _strip_anchors(branch, True, True, parser, keep_end=True))
+            tests: list[tuple[int, RegexNode, bool, bool]] = []
+            marked = _with_markers(body, tests, parser)
+            by_anchors.setdefault((True, True), []).append(Asserted(marked, _ANY_STRING, tuple(tests), _ENDS_IN_WORD))
+        elif _asserts_ahead(branch):
             body = _strip_anchors(branch, True, True, parser, keep_end=True)
             by_anchors.setdefault((starts, True), []).append(_followed_by(body, _ANY_STRING, parser))
         else:
@@ -220,6 +233,24 @@ MAX_UNROLLED_LOOKS = 16
 #: The bytes that stand for assertions inside an :class:`Asserted` repetition: none of them
 #: occurs in UTF-8 (they are call symbols elsewhere, never inside a pattern's automaton).
 _ASSERTION_MARKERS = tuple(range(0xF5, 0x100))
+
+
+_WORD_CHAR = CharSet(_WORD)
+#: What a word boundary checks behind it and ahead of it.
+_ENDS_IN_WORD = seq(_ANY_STRING, _WORD_CHAR)
+_STARTS_WITH_WORD = seq(_WORD_CHAR, _ANY_STRING)
+
+
+def _has_boundary(node) -> bool:
+    if isinstance(node, _Boundary):
+        return True
+    if isinstance(node, (Concat, Alt)):
+        return any(_has_boundary(item) for item in node.items)
+    if isinstance(node, Repeat):
+        return _has_boundary(node.item)
+    if isinstance(node, _Look):
+        return _has_boundary(node.body)
+    return False
 
 
 def _asserts_ahead(node) -> bool:
@@ -238,7 +269,7 @@ def _asserts_ahead(node) -> bool:
 
 def _holds_assertion(node) -> bool:
     """Whether ``node`` holds a ``$`` or a look-ahead (``^`` is checked by the stripping)."""
-    if isinstance(node, _Look):
+    if isinstance(node, (_Look, _Boundary)):
         return True
     if isinstance(node, _Anchor):
         return node.kind == "$"
@@ -255,6 +286,8 @@ def _followed_by(node, rest: RegexNode, parser: _Parser) -> RegexNode:
     keeps only the empty rest, ``(?=x)`` the rest that starts with a match of ``x``,
     ``(?!x)`` the rest that does not.  Only what holds an assertion is distributed
     over ``rest``; everything else is simply followed by it."""
+    if isinstance(node, _Boundary):
+        raise parser.error("a word boundary inside a look-ahead is not supported", node.position)
     if isinstance(node, _Look):
         return Filtered(rest, _followed_by(node.body, _ANY_STRING, parser), not node.negative)
     if isinstance(node, _Anchor):  # '$' ('^' was stripped where it may stand)
@@ -291,17 +324,20 @@ def _repeated_with_assertions(node: Repeat, rest: RegexNode, parser: _Parser) ->
 
 
 def _with_markers(node, tests: list, parser: _Parser):
-    """``node`` with each look-ahead and ``$`` replaced by a fresh marker byte, its test
-    appended to ``tests`` (a look-ahead's body is resolved on its own, as a filter)."""
-    if isinstance(node, (_Look, _Anchor)):
+    """``node`` with each look-ahead, ``$`` and word boundary replaced by a fresh marker
+    byte, its test appended to ``tests`` (a look-ahead's body is resolved on its own, as
+    a filter)."""
+    if isinstance(node, (_Look, _Anchor, _Boundary)):
         if len(tests) == len(_ASSERTION_MARKERS):
             raise parser.error(f"more than {len(_ASSERTION_MARKERS)} look-aheads or '$' in one repetition are not "
                                f"supported", node.position)
         marker = _ASSERTION_MARKERS[len(tests)]
         if isinstance(node, _Look):
-            tests.append((marker, _followed_by(node.body, _ANY_STRING, parser), not node.negative))
+            tests.append((marker, _followed_by(node.body, _ANY_STRING, parser), not node.negative, False))
+        elif isinstance(node, _Boundary):  # a word character ahead exactly when none behind (\B: when one)
+            tests.append((marker, _STARTS_WITH_WORD, not node.negated, True))
         else:
-            tests.append((marker, EMPTY, True))
+            tests.append((marker, EMPTY, True, False))
         return Automaton(call_marker(marker))
     if not _holds_assertion(node):
         return node
