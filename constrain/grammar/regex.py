@@ -12,9 +12,10 @@ inclusive code point ranges.  Patterns match whole strings (like ``re.fullmatch`
 start or end of the pattern, or of a top-level alternative), and any other
 assertion (look-arounds, ``\\b``, back-references) raises :class:`RegexError` naming
 the construct and its position.  The JSON Schema compiler alone asks the parser for
-look-aheads and word boundaries (:class:`_Look`, :class:`_Boundary` nodes), since a pattern there is searched in a whole string
-value and what follows an assertion is known; a Lark terminal's look-ahead would look
-past the token into text the terminal does not own.
+look-aheads and word boundaries (:class:`_Look`, :class:`_Boundary` nodes), since a
+pattern there is searched in a whole string value and what surrounds an assertion is
+known; a Lark terminal's look-ahead would look past the token into text the terminal
+does not own.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ class _Parser:
         if dialect not in ("ecma", "python"):
             raise ValueError(f"Invalid regex dialect: expected 'ecma' or 'python', got {dialect!r}")
         self.pattern = pattern
-        # Whether look-aheads become _Look nodes (the caller resolves them) or errors.
+        # Whether look-aheads and \b become _Look/_Boundary nodes (the caller resolves them) or errors.
         self.lookaheads = lookaheads
         self.pos = 0
         self.saw_anchor = False

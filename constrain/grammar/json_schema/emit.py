@@ -645,7 +645,7 @@ class SchemaEmitter:
             try:
                 pattern_tree(pattern)
             except RegexError as err:
-                raise SchemaError(f"pattern {pattern!r} cannot be compiled (at position {err.position}): {err.reason}", (loc.pointer or "#") + "/pattern") from None
+                raise SchemaError(_regex_blame("pattern", pattern, err), (loc.pointer or "#") + "/pattern") from None
             patterns.append(pattern)
         max_length = min((n for n in [spec.max_length, *map(FORMAT_MAX_LENGTH.get, formats)] if n is not None),
                          default=None)
@@ -1589,7 +1589,7 @@ def _search(pattern: str, name: str, loc: Loc) -> bool:
     try:
         return _search_dfa(pattern).matches(name.encode("utf-8"))
     except RegexError as err:
-        raise SchemaError(f"patternProperties key {pattern!r} cannot be compiled (at position {err.position}): {err.reason}", loc.pointer) from None
+        raise SchemaError(_regex_blame("patternProperties key", pattern, err), loc.pointer) from None
 
 
 @lru_cache(maxsize=1024)
@@ -1601,7 +1601,11 @@ def _pattern_key_dfa(pattern: str, loc: Loc) -> ByteDFA:
     try:
         return _pattern_key_dfa_cached(pattern)
     except RegexError as err:
-        raise SchemaError(f"patternProperties key {pattern!r} cannot be compiled (at position {err.position}): {err.reason}", loc.pointer) from None
+        raise SchemaError(_regex_blame("patternProperties key", pattern, err), loc.pointer) from None
+
+
+def _regex_blame(what: str, pattern: str, err: RegexError) -> str:
+    return f"{what} {pattern!r} cannot be compiled (at position {err.position}): {err.reason}"
 
 
 #: Sets of patternProperties that keys can match together, at most, in one object.
@@ -1626,6 +1630,6 @@ def _key_classes(keys: ByteDFA, patterns: list[ByteDFA], locs: list[Loc]) -> lis
             split += [(half, got) for half, got in ((inside, matched + (index,)), (outside, matched)) if half is not None]
         if len(split) > MAX_KEY_CLASSES:
             raise SchemaError(f"patternProperties whose keys overlap in more than {MAX_KEY_CLASSES} ways are not "
-                              f"supported (at the {index + 1}th of {len(patterns)} patterns)", locs[index].pointer or "#")
+                              f"supported (pattern {index + 1} of {len(patterns)})", locs[index].pointer or "#")
         classes = split
     return classes

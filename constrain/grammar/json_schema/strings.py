@@ -268,7 +268,8 @@ def _asserts_ahead(node) -> bool:
 
 
 def _holds_assertion(node) -> bool:
-    """Whether ``node`` holds a ``$`` or a look-ahead (``^`` is checked by the stripping)."""
+    """Whether ``node`` holds a ``$``, a look-ahead or a word boundary (``^`` is checked by
+    the stripping)."""
     if isinstance(node, (_Look, _Boundary)):
         return True
     if isinstance(node, _Anchor):
@@ -303,7 +304,7 @@ def _followed_by(node, rest: RegexNode, parser: _Parser) -> RegexNode:
     return _repeated_with_assertions(node, rest, parser)
 
 
-def _unrolled(node: Repeat, parser: _Parser) -> RegexNode:
+def _unrolled(node: Repeat) -> RegexNode:
     """A bounded repetition as copies (``x{1,3}`` is ``x(x(x)?)?``), so that an assertion
     inside each copy sees what follows that copy."""
     tail: RegexNode = EMPTY
@@ -317,8 +318,8 @@ def _repeated_with_assertions(node: Repeat, rest: RegexNode, parser: _Parser) ->
     is short, else with each assertion a marker byte (:class:`Asserted`): there the
     copies after a copy are part of what its assertion sees, which no tree can split."""
     if node.max is not None and node.max <= MAX_UNROLLED_LOOKS:
-        return _followed_by(_unrolled(node, parser), rest, parser)
-    tests: list[tuple[int, RegexNode, bool]] = []
+        return _followed_by(_unrolled(node), rest, parser)
+    tests: list[tuple[int, RegexNode, bool, bool]] = []
     body = _with_markers(node, tests, parser)
     return Asserted(body, rest, tuple(tests))
 
@@ -329,8 +330,8 @@ def _with_markers(node, tests: list, parser: _Parser):
     a filter)."""
     if isinstance(node, (_Look, _Anchor, _Boundary)):
         if len(tests) == len(_ASSERTION_MARKERS):
-            raise parser.error(f"more than {len(_ASSERTION_MARKERS)} look-aheads or '$' in one repetition are not "
-                               f"supported", node.position)
+            raise parser.error(f"more than {len(_ASSERTION_MARKERS)} look-aheads, '$' or word boundaries in one "
+                               f"repetition (or alternative with a word boundary) are not supported", node.position)
         marker = _ASSERTION_MARKERS[len(tests)]
         if isinstance(node, _Look):
             tests.append((marker, _followed_by(node.body, _ANY_STRING, parser), not node.negative, False))
