@@ -423,6 +423,7 @@ class SchemaEmitter:
         self._check_unsupported(spec)
         if spec.enums:
             return self._enum_tree(spec)
+        spec = _with_presence_groups(spec)
         if spec.any_of:
             group, rest = spec.any_of[0], spec.without(any_of=spec.any_of[1:])
             branches = [self._branch(rest, group, i, chain) for i in range(len(group.node))]
@@ -718,6 +719,8 @@ class SchemaEmitter:
         listed = list(slots.names) + [p for p in spec.properties if p not in slotted]
         named = set(listed)
         listed += [name for name in spec.required if name not in named]
+        named = set(listed)
+        listed += [name for name in _presence_names(spec) if name not in named]
         for name in listed:
             value = self.value_of(self._locs_for_key(spec, name), chain, slots.member(name))
             key_text = encoded_string(name)
@@ -729,13 +732,14 @@ class SchemaEmitter:
             if value is not NOTHING:
                 members.append((key_text, value, required))
         extras = self._extra_members(spec, set(listed), names_dfa, chain)
+        groups = _presence_positions(spec, [key for key, _, _ in members])
         if self.any_order and not slots and 1 < len(members) <= MAX_ANY_ORDER_MEMBERS:  # operands: one order
-            graph = _any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout)
+            graph = _any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups)
         else:
             if self.any_order and not slots and len(members) > MAX_ANY_ORDER_MEMBERS:
                 self.notes.append(f"{spec.sources[0].pointer or '#'}: {len(members)} properties are kept in schema "
                                   f"order (property_order='any' takes up to {MAX_ANY_ORDER_MEMBERS})")
-            graph = _members_graph(members, extras, spec.min_properties, spec.max_properties, layout)
+            graph = _members_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups)
         if graph is NOTHING:
             return NOTHING
         return seq(layout.opening("{"), graph, layout.closing("}"))
@@ -1180,6 +1184,7 @@ def _pending_checks(spec: Spec) -> list[Any]:
             checks.append(own)
     checks += [{"anyOf": group.node} for group in spec.any_of]
     checks += [{"oneOf": group.node} for group in spec.one_of]
+    checks += [{"oneOf" if exactly else "anyOf": group.node} for group, exactly in spec.presence]
     checks += [{"not": loc.node} for loc in spec.nots]
     checks += [{k: loc.node[k] for k in ("if", "then", "else") if k in loc.node} for loc in spec.conditionals]
     checks += [{keyword: {key: loc.node[keyword][key]}} for loc, key, keyword in spec.dependencies]
@@ -1187,50 +1192,156 @@ def _pending_checks(spec: Spec) -> list[Any]:
 
 
 
-def _members_graph(members, extras, min_props: int, max_props: int | None, layout: Layout) -> RegexNode:
+def _members_graph(members, extras, min_props: int, max_props: int | None, layout: Layout,
+                   groups: list["_Presence"] = ()) -> RegexNode:
     """Object members in schema order, then extra members; counts tracked for min/maxProperties.
 
-    States are (position in the member list, members written so far), the count
-    capped where it no longer matters, so optional members never duplicate
-    the rest of the object (a tree would, once per optional member).
+    States are (position in the member list, members written so far, where each
+    presence group stands), the count capped where it no longer matters, so optional
+    members never duplicate the rest of the object (a tree would, once per optional
+    member).
     """
     cap = max(1, min_props, (max_props + 1) if max_props is not None else 0)
     n = len(members)
     builder = _GraphBuilder(layout.comma())
-    frontier = {0}
-    builder.state(("at", 0, 0))
+    start_status = tuple(group.start() for group in groups)
+    frontier = {(0, start_status)}
+    builder.state(("at", 0, 0, start_status))
     for position, (key_text, value, required) in enumerate(members):
         member = seq(lit(key_text), layout.colon(), value)
         nxt = set()
-        for count in sorted(frontier):
+        for count, status in sorted(frontier):
+            source = ("at", position, count, status)
             if max_props is None or count < max_props:
-                target = min(count + 1, cap)
-                builder.member(("at", position, count), count == 0, ("at", position + 1, target), member, position)
-                nxt.add(target)
-            if not required:
-                builder.skip(("at", position, count), ("at", position + 1, count))
-                nxt.add(count)
+                written = _stepped(groups, status, position, True)
+                if written is not None:
+                    target = min(count + 1, cap)
+                    builder.member(source, count == 0, ("at", position + 1, target, written), member, position)
+                    nxt.add((target, written))
+            skipped = _stepped(groups, status, position, False)
+            if not required and skipped is not None:
+                builder.skip(source, ("at", position + 1, count, skipped))
+                nxt.add((count, skipped))
         frontier = nxt
     pending = sorted(frontier)
     done = set()
     while pending:
-        count = pending.pop()
-        if count in done:
+        count, status = pending.pop()
+        if (count, status) in done:
             continue
-        done.add(count)
-        builder.state(("at", n, count))
+        done.add((count, status))
+        builder.state(("at", n, count, status))
         if max_props is not None and count >= max_props:
             continue
         target = min(count + 1, cap)
         for k, (keys, value) in enumerate(extras):
-            builder.member(("at", n, count), count == 0, ("at", n, target), seq(keys, layout.colon(), value), n + k)
-        if extras and target not in done:
-            pending.append(target)
-    return builder.graph(("at", 0, 0), lambda key: key[1] == n and key[2] >= min_props
-                         and (max_props is None or key[2] <= max_props))
+            builder.member(("at", n, count, status), count == 0, ("at", n, target, status),
+                           seq(keys, layout.colon(), value), n + k)
+        if extras and (target, status) not in done:
+            pending.append((target, status))
+    return builder.graph(("at", 0, 0, start_status),
+                         lambda key: key[1] == n and key[2] >= min_props and (max_props is None or key[2] <= max_props)
+                         and all(group.met(at) for group, at in zip(groups, key[3])))
 
 
-def _any_order_graph(members, extras, min_props: int, max_props: int | None, layout: Layout) -> RegexNode:
+@dataclass(frozen=True)
+class _Presence:
+    """An ``anyOf`` (``exactly``: ``oneOf``) whose branches only list required names, as the
+    member positions each branch needs (None: a name the object cannot have).
+
+    In schema order the members come by position, so a branch is met exactly when none
+    of its positions was skipped; a group's state is (branches met, capped at 2; the
+    branches still open, none of whose positions was skipped yet).  One copy of the
+    object instead of one per branch, and no product for ``oneOf``: the Glaiveai2K
+    ``calculate_area`` idiom ``oneOf: [{"required": ["radius"]}, {"required": ["base",
+    "height"]}]``, and eight ``anyOf`` branches over a 14-member object (Github_medium
+    o21108), which as copies passed the state limit.
+    """
+
+    branches: tuple[frozenset[int] | None, ...]
+    exactly: bool
+
+    def start(self) -> tuple[int, frozenset[int]]:
+        return 0, frozenset(i for i, needed in enumerate(self.branches) if needed is not None)
+
+    def step(self, at: tuple[int, frozenset[int]], position: int, written: bool) -> tuple[int, frozenset[int]] | None:
+        """Past member ``position`` (written or skipped); None where the group can no longer be met."""
+        met, open_ = at
+        still = set()
+        for i in open_:
+            needed = self.branches[i]
+            if position in needed and not written:
+                continue
+            if position >= max(needed):
+                met = min(met + 1, 2)
+            else:
+                still.add(i)
+        if (self.exactly and met > 1) or (met == 0 and not still):
+            return None
+        return met, frozenset(still)
+
+    def met(self, at: tuple[int, frozenset[int]]) -> bool:
+        return at[0] == 1 if self.exactly else at[0] >= 1
+
+
+def _stepped(groups: list[_Presence], status: tuple, position: int, written: bool) -> tuple | None:
+    out = []
+    for group, at in zip(groups, status):
+        moved = group.step(at, position, written)
+        if moved is None:
+            return None
+        out.append(moved)
+    return tuple(out)
+
+
+def _presence_names(spec: Spec) -> list[str]:
+    """The names a presence group requires, in order of first mention."""
+    return list(dict.fromkeys(name for group, _ in spec.presence for branch in group.node for name in branch["required"]))
+
+
+def _presence_positions(spec: Spec, keys: list[str]) -> list[_Presence]:
+    """``spec``'s presence groups over the member positions (``keys``: their encoded names)."""
+    where = {key: i for i, key in enumerate(keys)}
+    groups = []
+    for group, exactly in spec.presence:
+        branches = []
+        for branch in group.node:
+            positions = [where.get(encoded_string(name)) for name in branch["required"]]
+            branches.append(None if None in positions else frozenset(positions))
+        groups.append(_Presence(tuple(branches), exactly))
+    return groups
+
+
+#: Keywords a branch may hold and still be only a list of required names.
+_PRESENCE_KEYWORDS = frozenset(("required", "title", "description", "$comment"))
+
+
+def _required_only(group: Loc) -> bool:
+    branches = group.node
+    return isinstance(branches, list) and bool(branches) and all(
+        isinstance(b, dict) and set(b) <= _PRESENCE_KEYWORDS and isinstance(b.get("required"), list)
+        and b["required"] and all(isinstance(name, str) for name in b["required"]) for b in branches)
+
+
+def _with_presence_groups(spec: Spec) -> Spec:
+    """``spec`` with its anyOf/oneOf groups of required-only branches moved to ``presence``.
+
+    ``required`` holds for any value that is no object, so such an ``anyOf`` leaves other
+    types alone and such a ``oneOf`` of two or more branches refuses them (every branch
+    holds)."""
+    moved = [(g, False) for g in spec.any_of if _required_only(g)] + [(g, True) for g in spec.one_of if _required_only(g)]
+    if not moved:
+        return spec
+    types = spec.types
+    if any(exactly and len(group.node) > 1 for group, exactly in moved):
+        types = frozenset({"object"}) & (types if types is not None else _ALL_TYPES)
+    return spec.without(any_of=[g for g in spec.any_of if not _required_only(g)],
+                        one_of=[g for g in spec.one_of if not _required_only(g)],
+                        presence=spec.presence + moved, types=types)
+
+
+def _any_order_graph(members, extras, min_props: int, max_props: int | None, layout: Layout,
+                     groups: list[_Presence] = ()) -> RegexNode:
     """Members in any order, each at most once, required ones all present.
 
     A state is (set of listed members written, count of all members, capped):
@@ -1253,9 +1364,16 @@ def _any_order_graph(members, extras, min_props: int, max_props: int | None, lay
         for k, (keys, value) in enumerate(extras):
             yield ("at", used, target_count), seq(keys, layout.colon(), value), len(members) + k
 
+    def groups_met(used: frozenset[int]) -> bool:
+        for group in groups:
+            met = sum(needed is not None and needed <= used for needed in group.branches)
+            if met != 1 if group.exactly else met < 1:
+                return False
+        return True
+
     builder.explore(start, moves, lambda key: key[2] == 0)
     return builder.graph(start, lambda key: required <= key[1] and key[2] >= min_props
-                         and (max_props is None or key[2] <= max_props))
+                         and (max_props is None or key[2] <= max_props) and groups_met(key[1]))
 
 
 def _distinct_items_graph(positions: list[dict[str, RegexNode]], min_items: int, max_items: int | None,

@@ -118,6 +118,9 @@ class Spec:
     # For each pending anyOf/oneOf: the names its own node's ``properties`` lists but
     # writes after it (``{"anyOf": [...], "properties": {...}}``); see ``emit._branch``.
     own_after: dict[str, frozenset[str]] = field(default_factory=dict)
+    # anyOf/oneOf groups whose branches only list required names (False: anyOf, True: oneOf),
+    # enforced by the object's member graph instead of one copy of the object per branch.
+    presence: list[tuple[Loc, bool]] = field(default_factory=list)
     conditionals: list[Loc] = field(default_factory=list)  # schemas holding if/then/else
     dependencies: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, key, keyword)
     unsupported: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, keyword, why)
@@ -588,7 +591,7 @@ def copy_spec(spec: Spec) -> Spec:
         multiples=list(spec.multiples), any_of=list(spec.any_of), one_of=list(spec.one_of), nots=list(spec.nots),
         listed_before=dict(spec.listed_before), own_after=dict(spec.own_after),
         conditionals=list(spec.conditionals), dependencies=list(spec.dependencies),
-        unsupported=list(spec.unsupported),
+        unsupported=list(spec.unsupported), presence=list(spec.presence),
     )
 
 
