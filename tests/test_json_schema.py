@@ -1106,13 +1106,21 @@ _PRESENCE_PROPS = {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"ty
     {"not": {"properties": _PRESENCE_PROPS, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}},
     {"oneOf": [{"properties": _PRESENCE_PROPS, "anyOf": [{"required": ["a"]}, {"required": ["b"]}]},
                {"type": "object", "required": ["c"]}]},
+    {"type": "object", "properties": _PRESENCE_PROPS, "dependentRequired": {"c": ["a"], "d": ["a", "b"]}},
+    {"properties": _PRESENCE_PROPS, "additionalProperties": False, "dependentRequired": {"a": ["x"], "b": []}},
+    {"type": "object", "properties": _PRESENCE_PROPS, "maxProperties": 2, "dependentRequired": {"a": ["b", "c"]},
+     "anyOf": [{"required": ["a"]}, {"required": ["d"]}]},
+    {"not": {"properties": _PRESENCE_PROPS, "dependentRequired": {"b": ["a"]}}},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": _PRESENCE_PROPS,
+     "dependencies": {"x": ["a"], "a": ["x"]}},
 ])
 @pytest.mark.parametrize("order", ["schema", "any"])
-def test_required_only_branches_are_presence_groups(schema, order):
-    """anyOf/oneOf whose branches only list required names are tracked in the member graph
-    (emit._Presence) instead of one copy of the object per branch: exact against
-    jsonschema on every member order of up to four names (refusals only where the
-    documented member order, or a product's one order, leaves the text out)."""
+def test_member_rules_are_exact(schema, order):
+    """anyOf/oneOf whose branches only list required names (emit._Presence) and
+    dependencies on lists of names (emit._Dependency) are tracked in the member graph
+    instead of one copy of the object per branch or case: exact against jsonschema on
+    every member order of up to four names (refusals only where the documented member
+    order, or a product's one order, leaves the text out)."""
     dfa = schema_to_dfa(schema, JsonSchemaOptions(property_order=order)).automaton
     rng = random.Random(json.dumps(schema) + order)
     in_products = "not" in schema or "oneOf" in schema and "properties" not in schema

@@ -440,7 +440,7 @@ class SchemaEmitter:
             return self._minus(kept, self._condition_tree(negated, negated_chain, spec.nots[0], "not"))
         if spec.conditionals:
             return self._conditional(spec, chain)
-        if spec.dependencies:
+        if any(not _names_dependency(d) for d in spec.dependencies):  # lists of names: the member graph's
             return self._dependency(spec, chain)
         types = _ALL_TYPES if spec.types is None else spec.types
         return alt(*(self._type_tree(spec, name, chain) for name in ("null", "boolean", "object", "array", "string", "number")
@@ -590,20 +590,18 @@ class SchemaEmitter:
             self.over = not self.over
 
     def _dependency(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
-        """``key`` absent, or present together with what it requires (two disjoint cases)."""
-        loc, key, keyword = spec.dependencies[0]
-        base = spec.without(dependencies=spec.dependencies[1:])
+        """A dependency on a schema: ``key`` absent, or present and the schema merged (two
+        disjoint cases).  Dependencies on lists of names stay on the record for the
+        object's member graph (:class:`_Dependency`): as cases, ``n`` of them made
+        ``2**n`` copies of the object."""
+        index = next(i for i, d in enumerate(spec.dependencies) if not _names_dependency(d))
+        loc, key, keyword = spec.dependencies[index]
+        base = spec.without(dependencies=spec.dependencies[:index] + spec.dependencies[index + 1:])
         absent = copy_spec(base)
         absent.properties.setdefault(key, []).append(Loc(False, loc.pointer + f"/{keyword}/{key}", loc.base))
         present = copy_spec(base)
         present.require([key])
-        value = loc.node[keyword][key]
-        if isinstance(value, list):
-            present.require(value)
-            present_tree = self.spec_tree(present, chain)
-        else:
-            present_tree = self._merged_tree(present, loc.child(keyword, key), chain)
-        return alt(self.spec_tree(absent, chain), present_tree)
+        return alt(self.spec_tree(absent, chain), self._merged_tree(present, loc.child(keyword, key), chain))
 
     def _minus(self, tree: RegexNode, removed: RegexNode) -> RegexNode:
         if tree is NOTHING or removed is NOTHING:
@@ -720,7 +718,7 @@ class SchemaEmitter:
         named = set(listed)
         listed += [name for name in spec.required if name not in named]
         named = set(listed)
-        listed += [name for name in _presence_names(spec) if name not in named]
+        listed += [name for name in dict.fromkeys(_presence_names(spec) + _dependency_names(spec)) if name not in named]
         for name in listed:
             value = self.value_of(self._locs_for_key(spec, name), chain, slots.member(name))
             key_text = encoded_string(name)
@@ -732,7 +730,8 @@ class SchemaEmitter:
             if value is not NOTHING:
                 members.append((key_text, value, required))
         extras = self._extra_members(spec, set(listed), names_dfa, chain)
-        groups = _presence_positions(spec, [key for key, _, _ in members])
+        keys = [key for key, _, _ in members]
+        groups = _presence_positions(spec, keys) + _dependency_positions(spec, keys)
         if self.any_order and not slots and 1 < len(members) <= MAX_ANY_ORDER_MEMBERS:  # operands: one order
             graph = _any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups)
         else:
@@ -1193,7 +1192,7 @@ def _pending_checks(spec: Spec) -> list[Any]:
 
 
 def _members_graph(members, extras, min_props: int, max_props: int | None, layout: Layout,
-                   groups: list["_Presence"] = ()) -> RegexNode:
+                   groups: list["_Presence | _Dependency"] = ()) -> RegexNode:
     """Object members in schema order, then extra members; counts tracked for min/maxProperties.
 
     States are (position in the member list, members written so far, where each
@@ -1283,8 +1282,52 @@ class _Presence:
     def met(self, at: tuple[int, frozenset[int]]) -> bool:
         return at[0] == 1 if self.exactly else at[0] >= 1
 
+    def satisfied_by(self, used: frozenset[int]) -> bool:
+        """Whether the members ``used`` (in any order) meet the group."""
+        met = sum(needed is not None and needed <= used for needed in self.branches)
+        return met == 1 if self.exactly else met >= 1
 
-def _stepped(groups: list[_Presence], status: tuple, position: int, written: bool) -> tuple | None:
+
+@dataclass(frozen=True)
+class _Dependency:
+    """``key`` (a member position) present only with the members at ``needed`` (None: a
+    name the object cannot have, so the key cannot be written either), tracked by the
+    member graph like :class:`_Presence`: the state is (0, key written, a needed member
+    skipped), or ``DONE`` once nothing ahead can break it (the key skipped, or every
+    position it involves passed)."""
+
+    key: int
+    needed: tuple[int | None, ...]
+    DONE = (1, False, False)
+
+    def start(self) -> tuple[int, bool, bool]:
+        return (0, False, False)
+
+    def step(self, at: tuple[int, bool, bool], position: int, written: bool) -> tuple[int, bool, bool] | None:
+        if at == self.DONE:
+            return at
+        _, key_written, skipped = at
+        if position == self.key:
+            if not written:
+                return self.DONE
+            key_written = True
+        elif position in self.needed and not written:
+            skipped = True
+        if key_written and (skipped or None in self.needed):
+            return None
+        if position >= max([self.key] + [p for p in self.needed if p is not None]):
+            return self.DONE
+        return (0, key_written, skipped)
+
+    def met(self, at: tuple[int, bool, bool]) -> bool:
+        return at == self.DONE or not (at[1] and at[2])
+
+    def satisfied_by(self, used: frozenset[int]) -> bool:
+        return self.key not in used or (None not in self.needed and set(self.needed) <= used)
+
+
+def _stepped(groups: list["_Presence | _Dependency"], status: tuple, position: int, written: bool) -> tuple | None:
+    """Each rule's state past member ``position``; None where some rule can no longer hold."""
     out = []
     for group, at in zip(groups, status):
         moved = group.step(at, position, written)
@@ -1292,6 +1335,33 @@ def _stepped(groups: list[_Presence], status: tuple, position: int, written: boo
             return None
         out.append(moved)
     return tuple(out)
+
+
+def _names_dependency(dependency: tuple[Loc, str, str]) -> bool:
+    """Whether a dependency lists names (dependentRequired, draft 4-7 ``dependencies`` arrays)."""
+    loc, key, keyword = dependency
+    return isinstance(loc.node[keyword][key], list)
+
+
+def _dependency_names(spec: Spec) -> list[str]:
+    """Every name a dependency on names involves: its key, then what it requires."""
+    names = []
+    for loc, key, keyword in spec.dependencies:
+        names += [key] + [n for n in loc.node[keyword][key] if isinstance(n, str)]
+    return list(dict.fromkeys(names))
+
+
+def _dependency_positions(spec: Spec, keys: list[str]) -> list[_Dependency]:
+    """``spec``'s dependencies on names over the member positions; none for a key the
+    object cannot have (nothing to require then)."""
+    where = {key: i for i, key in enumerate(keys)}
+    rules = []
+    for loc, key, keyword in spec.dependencies:
+        position = where.get(encoded_string(key))
+        if position is not None:
+            names = [n for n in loc.node[keyword][key] if isinstance(n, str) and n != key]
+            rules.append(_Dependency(position, tuple(where.get(encoded_string(n)) for n in names)))
+    return rules
 
 
 def _presence_names(spec: Spec) -> list[str]:
@@ -1341,7 +1411,7 @@ def _with_presence_groups(spec: Spec) -> Spec:
 
 
 def _any_order_graph(members, extras, min_props: int, max_props: int | None, layout: Layout,
-                     groups: list[_Presence] = ()) -> RegexNode:
+                     groups: list["_Presence | _Dependency"] = ()) -> RegexNode:
     """Members in any order, each at most once, required ones all present.
 
     A state is (set of listed members written, count of all members, capped):
@@ -1365,11 +1435,7 @@ def _any_order_graph(members, extras, min_props: int, max_props: int | None, lay
             yield ("at", used, target_count), seq(keys, layout.colon(), value), len(members) + k
 
     def groups_met(used: frozenset[int]) -> bool:
-        for group in groups:
-            met = sum(needed is not None and needed <= used for needed in group.branches)
-            if met != 1 if group.exactly else met < 1:
-                return False
-        return True
+        return all(rule.satisfied_by(used) for rule in groups)
 
     builder.explore(start, moves, lambda key: key[2] == 0)
     return builder.graph(start, lambda key: required <= key[1] and key[2] >= min_props
