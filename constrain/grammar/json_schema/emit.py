@@ -37,8 +37,8 @@ from .formats import FORMAT_MAX_LENGTH, FORMAT_NOTES, FORMATS, UNENFORCEABLE_FOR
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
 from .sharing import shared_definitions
 from .slots import shared_slots
-from .spec import (ANNOTATION_KEYWORDS, BASE64_PATTERN, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec, place_branch, ref_keyword,
-                   spec_of)
+from .spec import (ANNOTATION_KEYWORDS, BASE64_PATTERN, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec,
+                   dependency_names, place_branch, ref_keyword, spec_of)
 from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, PATTERN_COUNT, SHORT_STRING, CountedString,
                       any_string_dfa, bounds_implied, counted_states, encode_chars, encoded_string, pattern_tree,
                       string_tree, utf8_chars)
@@ -730,8 +730,8 @@ class SchemaEmitter:
             if value is not NOTHING:
                 members.append((key_text, value, required))
         extras = self._extra_members(spec, set(listed), names_dfa, chain)
-        keys = [key for key, _, _ in members]
-        groups = _presence_positions(spec, keys) + _dependency_positions(spec, keys)
+        where = {key: i for i, (key, _, _) in enumerate(members)}
+        groups = _presence_positions(spec, where) + _dependency_positions(spec, where)
         if self.any_order and not slots and 1 < len(members) <= MAX_ANY_ORDER_MEMBERS:  # operands: one order
             graph = _any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups)
         else:
@@ -1345,21 +1345,18 @@ def _names_dependency(dependency: tuple[Loc, str, str]) -> bool:
 
 def _dependency_names(spec: Spec) -> list[str]:
     """Every name a dependency on names involves: its key, then what it requires."""
-    names = []
-    for loc, key, keyword in spec.dependencies:
-        names += [key] + [n for n in loc.node[keyword][key] if isinstance(n, str)]
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys(name for loc, key, keyword in spec.dependencies
+                              for name in dependency_names(key, loc.node[keyword][key])))
 
 
-def _dependency_positions(spec: Spec, keys: list[str]) -> list[_Dependency]:
-    """``spec``'s dependencies on names over the member positions; none for a key the
-    object cannot have (nothing to require then)."""
-    where = {key: i for i, key in enumerate(keys)}
+def _dependency_positions(spec: Spec, where: dict[str, int]) -> list[_Dependency]:
+    """``spec``'s dependencies on names over the member positions (``where``: by encoded
+    name); none for a key the object cannot have (nothing to require then)."""
     rules = []
     for loc, key, keyword in spec.dependencies:
         position = where.get(encoded_string(key))
         if position is not None:
-            names = [n for n in loc.node[keyword][key] if isinstance(n, str) and n != key]
+            names = [n for n in dependency_names(key, loc.node[keyword][key])[1:] if n != key]
             rules.append(_Dependency(position, tuple(where.get(encoded_string(n)) for n in names)))
     return rules
 
@@ -1369,9 +1366,8 @@ def _presence_names(spec: Spec) -> list[str]:
     return list(dict.fromkeys(name for group, _ in spec.presence for branch in group.node for name in branch["required"]))
 
 
-def _presence_positions(spec: Spec, keys: list[str]) -> list[_Presence]:
-    """``spec``'s presence groups over the member positions (``keys``: their encoded names)."""
-    where = {key: i for i, key in enumerate(keys)}
+def _presence_positions(spec: Spec, where: dict[str, int]) -> list[_Presence]:
+    """``spec``'s presence groups over the member positions (``where``: by encoded name)."""
     groups = []
     for group, exactly in spec.presence:
         branches = []
@@ -1399,15 +1395,19 @@ def _with_presence_groups(spec: Spec) -> Spec:
     ``required`` holds for any value that is no object, so such an ``anyOf`` leaves other
     types alone and such a ``oneOf`` of two or more branches refuses them (every branch
     holds)."""
-    moved = [(g, False) for g in spec.any_of if _required_only(g)] + [(g, True) for g in spec.one_of if _required_only(g)]
+    any_of, one_of, moved = [], [], []
+    for groups, exactly, kept in ((spec.any_of, False, any_of), (spec.one_of, True, one_of)):
+        for group in groups:
+            if _required_only(group):
+                moved.append((group, exactly))
+            else:
+                kept.append(group)
     if not moved:
         return spec
     types = spec.types
     if any(exactly and len(group.node) > 1 for group, exactly in moved):
         types = frozenset({"object"}) & (types if types is not None else _ALL_TYPES)
-    return spec.without(any_of=[g for g in spec.any_of if not _required_only(g)],
-                        one_of=[g for g in spec.one_of if not _required_only(g)],
-                        presence=spec.presence + moved, types=types)
+    return spec.without(any_of=any_of, one_of=one_of, presence=spec.presence + moved, types=types)
 
 
 def _any_order_graph(members, extras, min_props: int, max_props: int | None, layout: Layout,

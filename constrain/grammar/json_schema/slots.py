@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .document import Loc, SchemaDocument
-from .spec import NO_SLOTS, Slots, Spec, absorption_order, merge_orders, ref_keyword
+from .spec import NO_SLOTS, Slots, Spec, absorption_order, dependency_names, merge_orders, ref_keyword
 
 __all__ = ["shared_slots"]
 
@@ -149,8 +149,12 @@ class _Collector:
             self.visit(loc, at.item(), chain)
         pending = [group.child(i) for group in spec.any_of + spec.one_of for i in range(len(group.node))]
         pending += spec.nots + [loc.child(k) for loc in spec.conditionals for k in ("if", "then", "else") if k in loc.node]
+        # A dependency's names are the operand's members as much as listed ones: without a
+        # slot, the operand taken away wrote them in its own order while a free-form kept
+        # side wrote them in any ({"not": {"dependentRequired": {"a": ["b"]}}} accepted
+        # {"b": 0, "a": 0}).
         for loc, key, keyword in spec.dependencies:
-            at.required.extend(_dependency_names(key, loc.node[keyword][key]))
+            at.required.extend(dependency_names(key, loc.node[keyword][key]))
         pending += [loc.child(keyword, key) for loc, key, keyword in spec.dependencies
                     if isinstance(loc.node[keyword][key], dict)]
         for loc in pending:
@@ -218,19 +222,10 @@ class _Collector:
         for keyword in _DEPENDENCY_KEYWORDS:
             if isinstance(node.get(keyword), dict):
                 for key, value in node[keyword].items():
-                    at.required.extend(_dependency_names(key, value))
+                    at.required.extend(dependency_names(key, value))
                 below += [(loc.child(keyword, k), at) for k, v in node[keyword].items() if isinstance(v, dict)]
         for child, where in below:
             self.visit(child, where, active)
-
-
-def _dependency_names(key: str, value) -> list[str]:
-    """The names a dependency writes: its key (required where it applies, refused where
-    it does not) and, for the list form, the names the key requires.  They are members
-    of the operand as much as listed ones: without a slot, the operand taken away wrote
-    them in its own order while a free-form kept side wrote them in any, and
-    ``{"not": {"dependentRequired": {"a": ["b"]}}}`` accepted ``{"b": 0, "a": 0}``."""
-    return [key] + ([n for n in value if isinstance(n, str)] if isinstance(value, list) else [])
 
 
 def _merged(order: list[str], listed: list[str]) -> list[str]:

@@ -578,6 +578,12 @@ def _tighter_high(a, b):
     return (a[0], a[1] or b[1])
 
 
+def dependency_names(key: str, value: Any) -> list[str]:
+    """The names a dependency involves: its key and, for a list of names
+    (dependentRequired, draft 4-7 ``dependencies`` arrays), the names the key requires."""
+    return [key] + ([n for n in value if isinstance(n, str)] if isinstance(value, list) else [])
+
+
 def copy_spec(spec: Spec) -> Spec:
     """A copy whose lists and dicts can be extended without touching ``spec``."""
     return replace(

@@ -241,16 +241,31 @@ _ENDS_IN_WORD = seq(_ANY_STRING, _WORD_CHAR)
 _STARTS_WITH_WORD = seq(_WORD_CHAR, _ANY_STRING)
 
 
-def _has_boundary(node) -> bool:
-    if isinstance(node, _Boundary):
+def _holds(node, wanted) -> bool:
+    """Whether ``node`` or anything inside it is ``wanted`` (a predicate on nodes);
+    a look-ahead's body counts as inside it."""
+    if wanted(node):
         return True
     if isinstance(node, (Concat, Alt)):
-        return any(_has_boundary(item) for item in node.items)
+        return any(_holds(item, wanted) for item in node.items)
     if isinstance(node, Repeat):
-        return _has_boundary(node.item)
+        return _holds(node.item, wanted)
     if isinstance(node, _Look):
-        return _has_boundary(node.body)
+        return _holds(node.body, wanted)
     return False
+
+
+def _is_assertion(node) -> bool:
+    """A ``$``, a look-ahead or a word boundary (``^`` is checked by the stripping)."""
+    return isinstance(node, (_Look, _Boundary)) or (isinstance(node, _Anchor) and node.kind == "$")
+
+
+def _has_boundary(node) -> bool:
+    return _holds(node, lambda item: isinstance(item, _Boundary))
+
+
+def _holds_assertion(node) -> bool:
+    return _holds(node, _is_assertion)
 
 
 def _asserts_ahead(node) -> bool:
@@ -264,20 +279,6 @@ def _asserts_ahead(node) -> bool:
         return any(_asserts_ahead(item) for item in node.items)
     if isinstance(node, Repeat):
         return _holds_assertion(node.item) and (node.max is None or node.max > 1)
-    return False
-
-
-def _holds_assertion(node) -> bool:
-    """Whether ``node`` holds a ``$``, a look-ahead or a word boundary (``^`` is checked by
-    the stripping)."""
-    if isinstance(node, (_Look, _Boundary)):
-        return True
-    if isinstance(node, _Anchor):
-        return node.kind == "$"
-    if isinstance(node, (Concat, Alt)):
-        return any(_holds_assertion(item) for item in node.items)
-    if isinstance(node, Repeat):
-        return _holds_assertion(node.item)
     return False
 
 
