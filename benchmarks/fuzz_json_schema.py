@@ -4,7 +4,8 @@ Not a timed benchmark: a reproducible search for wrong languages, kept beside th
 benchmarks because it runs for minutes.  Schemas are random nestings of the products
 (``not``, ``oneOf``, ``anyOf``, ``allOf``, ``if``/``then``/``else``, ``contains``),
 object and array keywords, constants and enums (objects in shuffled member order, signed
-zeros), dependencies, required-only anyOf/oneOf branches, patterns with look-aheads
+zeros), dependencies, required-only anyOf/oneOf branches, oneOf branches that only
+constrain members (and such if/then/else), ``not`` of a type, patterns with look-aheads
 and word boundaries, formats and a ``$defs`` entry that may recurse.
 
 - ``--mode sound``: random values, each written compact and indented; a text the
@@ -92,6 +93,10 @@ class Generator:
             lambda: {"allOf": [{"enum": [0, "a"]}, {"const": -0.0}]},
             lambda: {"anyOf": [{"required": ["a"]}, {"required": ["b", "c"]}]},
             lambda: {"oneOf": [{"required": ["a"]}, {"required": ["b"]}], "properties": {"b": {"type": "integer"}}},
+            lambda: {"oneOf": self.member_branches(self.leaf)},
+            lambda: {"if": {"properties": {"a": {"const": rng.choice([1, "x"])}}}, "then": {"required": ["b"]},
+                     "else": {"properties": {"b": {"type": "string"}}}},
+            lambda: {"not": {"type": rng.choice(["object", "integer", "number", ["string", "null"]])}},
             lambda: {"$ref": "#/$defs/r"},
             lambda: rng.choice([True, False, {}]),
         ])()
@@ -111,8 +116,25 @@ class Generator:
             lambda: {"type": "array", "items": inner()},
             lambda: {"type": "array", "contains": inner(), "maxContains": rng.randint(1, 2)},
             lambda: {"type": "array", "prefixItems": [inner()]},
+            lambda: {"oneOf": self.member_branches(inner)},
+            lambda: dict(zip(("if", "then", "else"), self.member_branches(inner, 3))),
             self.leaf,
         ])()
+
+    def member_branches(self, inner, count: int | None = None) -> list[dict]:
+        """``oneOf`` branches (or if/then/else) that only constrain members (the member
+        graph's value classes)."""
+        rng = self.rng
+        typed = rng.random() < 0.5
+        branches = []
+        for _ in range(count or rng.randint(2, 3)):
+            branch = {"properties": {name: inner() for name in rng.sample("abc", rng.randint(1, 2))}}
+            if rng.random() < 0.7:
+                branch["required"] = rng.sample("abc", rng.randint(1, 2))
+            if typed:
+                branch["type"] = "object"
+            branches.append(branch)
+        return branches
 
     def document(self) -> dict:
         """A schema object with a ``$defs`` entry that may recurse."""

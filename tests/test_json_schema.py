@@ -693,33 +693,41 @@ def _tagged(kind, *names: str) -> dict:
     return {"type": "object", "properties": props, "required": ["kind"]}
 
 
-# oneOf whose branches no value meets together (an anyOf, no product) and near misses that
-# some value does meet together (so the product must stay).
+# oneOf whose branches no value meets together (an anyOf, no product), near misses that
+# some value does meet together (so the product must stay), and branches that only
+# constrain members (rules of the member graph, no product).
 ONE_OF_DISJOINT = {
-    "tagged union": ({"oneOf": [_tagged("a", "kind", "x"), _tagged("b", "x", "kind")]}, True),
-    "types": ({"oneOf": [{"type": "string"}, {"type": "object"}, {"type": ["null", "boolean"]}]}, True),
+    "tagged union": ({"oneOf": [_tagged("a", "kind", "x"), _tagged("b", "x", "kind")]}, "anyOf"),
+    "types": ({"oneOf": [{"type": "string"}, {"type": "object"}, {"type": ["null", "boolean"]}]}, "anyOf"),
     # Github_hard o35186: a base's enum of kinds, narrowed per variant by an unanchored pattern.
     "tag narrowed by pattern": ({"$defs": {"base": {"type": "object", "properties": {
         "kind": {"type": "string", "enum": ["a", "b", "ab"]}, "x": {"type": "string"}}, "required": ["kind"]}},
         "oneOf": [{"allOf": [{"$ref": "#/$defs/base"}, {"properties": {"kind": {"pattern": "^a$"}}}]},
-                  {"allOf": [{"$ref": "#/$defs/base"}, {"properties": {"kind": {"pattern": "b"}}}]}]}, True),
+                  {"allOf": [{"$ref": "#/$defs/base"}, {"properties": {"kind": {"pattern": "b"}}}]}]}, "anyOf"),
     "tags overlapping by pattern": ({"oneOf": [
         {"type": "object", "properties": {"kind": {"enum": ["a", "ab"], "pattern": "a"}}, "required": ["kind"]},
         {"type": "object", "properties": {"kind": {"enum": ["a", "ab"], "pattern": "b"}}, "required": ["kind"]}]},
-        False),
+        "members"),
     "member values by type": ({"oneOf": [{"type": "object", "properties": {"k": {"const": 1}}, "required": ["k"]},
-                                         {"type": "object", "properties": {"k": {"type": "string"}}}]}, True),
-    "integer in number": ({"oneOf": [{"type": "integer"}, {"type": "number", "maximum": 5}]}, False),
-    "enum 2 and 2.0": ({"oneOf": [{"enum": [1, 2]}, {"enum": [2.0, 3]}]}, False),
-    "const in its type": ({"oneOf": [{"const": "a"}, {"type": "string", "maxLength": 1}]}, False),
+                                         {"type": "object", "properties": {"k": {"type": "string"}}}]}, "anyOf"),
+    "integer in number": ({"oneOf": [{"type": "integer"}, {"type": "number", "maximum": 5}]}, "product"),
+    "enum 2 and 2.0": ({"oneOf": [{"enum": [1, 2]}, {"enum": [2.0, 3]}]}, "product"),
+    "const in its type": ({"oneOf": [{"const": "a"}, {"type": "string", "maxLength": 1}]}, "product"),
     "member free in the other": ({"oneOf": [{"type": "object", "properties": {"k": {"const": 1}}, "required": ["k"]},
-                                           {"type": "object", "maxProperties": 1}]}, False),
+                                           {"type": "object", "maxProperties": 1}]}, "product"),
     "member required where no object": ({"oneOf": [{"properties": {"k": {"const": 1}}, "required": ["k"]},
-                                                   {"properties": {"k": {"const": 2}}, "required": ["k"]}]}, False),
+                                                   {"properties": {"k": {"const": 2}}, "required": ["k"]}]}, "members"),
+    "typed members": ({"type": "object", "oneOf": [
+        {"properties": {"k": {"type": "integer"}}, "required": ["k"]},
+        {"properties": {"k": {"type": "number", "maximum": 1}, "kind": {"enum": ["a", "b"]}}}]}, "members"),
+    "member schemas by type": ({"oneOf": [{"type": "object", "properties": {"kind": {"type": "string"}}},
+                                          {"type": "object", "properties": {"k": {"type": ["null", "array"]}}}]},
+                               "members"),
 }
 ONE_OF_VALUES = (near(0, 5, spread=2) + [2.0, 1.5, 7.5, "", "a", "ab", None, True, [], [1]]
                  + [{"kind": "a"}, {"kind": "b", "x": "s"}, {"kind": "ab"}, {"kind": "c"}, {"k": 1}, {"k": 1.0}, {"k": "s"}, {"k": 2},
-                    {}, {"k": 1, "j": 2}, {"kind": "a", "x": 1}])
+                    {}, {"k": 1, "j": 2}, {"kind": "a", "x": 1}, {"k": 0.5}, {"k": 2, "kind": "c"}, {"kind": "a", "k": [1]},
+                    {"kind": "b", "k": None}])
 
 
 # Known gap (ARCHITECTURE.md, "Texts, not values"): integers are written canonically, so the
@@ -730,18 +738,22 @@ ONE_OF_KNOWN_GAPS: dict[str, str] = {}
 
 @pytest.mark.parametrize("name", sorted(ONE_OF_DISJOINT))
 def test_one_of_is_exact_with_or_without_products(name, monkeypatch, request):
-    """Branches proved disjoint compile as anyOf, others through products; both exact
-    (every text of every candidate value), and the proof holds where it is claimed."""
+    """Branches proved disjoint compile as anyOf, member-wise ones as member-graph rules,
+    others through products; all exact (every text of every candidate value), and the
+    proof holds where it is claimed."""
     import constrain.grammar.json_schema.emit as emit
 
     if name in ONE_OF_KNOWN_GAPS:
         request.applymarker(pytest.mark.xfail(strict=True, reason=ONE_OF_KNOWN_GAPS[name]))
-    schema, disjoint = ONE_OF_DISJOINT[name]
-    products = []
-    original = emit._exactly_one
+    schema, route = ONE_OF_DISJOINT[name]
+    products, member_wise = [], []
+    original, original_member_wise = emit._exactly_one, emit._member_wise
     monkeypatch.setattr(emit, "_exactly_one", lambda *operands: products.append(1) or original(*operands))
+    monkeypatch.setattr(emit, "_member_wise", lambda *args: member_wise.append(original_member_wise(*args))
+                        or member_wise[-1])
     dfa = schema_to_dfa(schema).automaton
-    assert bool(products) != disjoint
+    taken = "product" if products else "members" if any(member_wise) else "anyOf"
+    assert taken == route
     verdicts = [(dfa.matches(t.encode()), is_valid(schema, v)) for v in ONE_OF_VALUES for t in every_text(v, True)]
     assert not any(accepted and not valid for accepted, valid in verdicts)
     assert any(accepted for accepted, _ in verdicts) and any(not valid for _, valid in verdicts)
@@ -1134,6 +1146,101 @@ def test_member_rules_are_exact(schema, order):
                 assert accepted, value
     for scalar in (1, "s", None, [], True):
         assert dfa.matches(text_of(scalar).encode()) == is_valid(schema, scalar), scalar
+
+
+_NUMBER = {"type": "number"}
+_MEMBER_WISE = [
+    # Glaiveai2K calculate_area: one shape's dimensions per branch.
+    {"type": "object", "oneOf": [{"properties": {"a": _NUMBER}, "required": ["a"]},
+                                 {"properties": {"b": _NUMBER, "c": _NUMBER}, "required": ["b", "c"]}]},
+    # Object-valued members: the value classes are products needing shared slots.
+    {"oneOf": [{"type": "object", "properties": {"a": {"type": "object", "properties": {"x": {"type": "integer"}},
+                                                       "required": ["x"]}}},
+               {"type": "object", "properties": {"a": {"type": "object", "required": ["y"]}, "b": {"type": "string"}},
+                "required": ["b"]}]},
+    # Three constraints on one member, one of them `false`; a base schema for it too.
+    {"properties": {"a": {"type": ["integer", "string"]}},
+     "oneOf": [{"properties": {"a": {"type": "integer"}}}, {"properties": {"a": {"maximum": 1}}},
+               {"properties": {"a": False, "c": {"const": 1}}, "required": ["c"]}]},
+    # Inside a product: the negated operand holds the group.
+    {"type": "object", "not": {"oneOf": [{"properties": {"a": _NUMBER}, "required": ["a"]},
+                                         {"properties": {"b": {"type": "string"}}, "required": ["b"]}]}},
+    # Conditionals: a chain of tags (Github_hard o36012), and an untyped one that leaves scalars alone.
+    {"type": "object", "properties": {"a": {"enum": [1, 2, "s"]}},
+     "allOf": [{"if": {"properties": {"a": {"const": 1}}}, "then": {"properties": {"b": _NUMBER}, "required": ["b"]}},
+               {"if": {"properties": {"a": {"const": 2}}}, "then": {"properties": {"b": {"type": "string"}}},
+                "else": {"properties": {"c": {"type": "null"}}}},
+               {"if": {"required": ["c"]}, "then": {"required": ["x"]}}]},
+    {"if": {"properties": {"a": _NUMBER}, "required": ["a"]}, "then": {"properties": {"b": {"const": 1}}},
+     "else": {"type": "object", "required": ["c"]}},
+    # A branch that is a reference.
+    {"$defs": {"num": {"properties": {"a": _NUMBER}, "required": ["a"]}},
+     "oneOf": [{"$ref": "#/$defs/num"}, {"properties": {"a": {"type": "string"}, "b": {}}, "required": ["b"]}]},
+    # Two groups on the same members, and extra members beside them.
+    {"type": "object", "properties": {"x": {"type": "integer"}},
+     "oneOf": [{"properties": {"a": _NUMBER}}, {"properties": {"a": {"type": "string"}}}],
+     "allOf": [{"oneOf": [{"properties": {"b": _NUMBER}, "required": ["b"]}, {"properties": {"a": {"const": 1}}}]}]},
+]
+_MEMBER_VALUES = [1, 2, 1.5, "s", None, [1], {"x": 1}, {"y": 1}, {"x": "s", "y": 2}]
+
+
+@pytest.mark.parametrize("schema", _MEMBER_WISE)
+def test_member_wise_one_of_is_exact(schema, monkeypatch):
+    """``oneOf`` branches (and if/then/else) that only constrain members are rules of the member graph: each
+    constrained member's value split into classes by the constraints it meets (no
+    product of whole objects).  Exact against jsonschema for every member order of up
+    to three names (refusals only out of the documented order)."""
+    import constrain.grammar.json_schema.emit as emit
+
+    routes = []
+    original = emit._member_wise
+    monkeypatch.setattr(emit, "_member_wise", lambda *args: routes.append(original(*args)) or routes[-1])
+    dfa = schema_to_dfa(schema).automaton
+    assert any(routes)
+    rng = random.Random(json.dumps(schema))
+    order = key_order(schema.get("not", schema))  # a product's kept side writes the negated side's slots
+    for size in range(4):
+        for names in itertools.permutations("abcx", size):
+            in_order = list(names) == sorted(names, key=lambda n: order.index(n) if n in order else len(order))
+            for _ in range(6):
+                value = {name: rng.choice(_MEMBER_VALUES) for name in names}
+                accepted, valid = dfa.matches(text_of(value).encode()), is_valid(schema, value)
+                assert not accepted or valid, value
+                if valid and in_order:
+                    assert accepted, value
+    for scalar in (1, "s", None, []):
+        assert dfa.matches(text_of(scalar).encode()) == is_valid(schema, scalar), scalar
+
+
+def test_member_wise_branches_stand_where_their_combinator_does():
+    """A ``oneOf`` moved to the member graph keeps its branches' place: before the
+    node's own properties when absorbed first (grunt-watch-task's options), after the
+    names listed before it otherwise."""
+    first = {"allOf": [{"oneOf": [{"properties": {"e": {"type": "array"}}}, {"properties": {"e": {"type": "string"}}}]}],
+             "properties": {"s": {"type": "boolean"}}}
+    assert dfa_for(first).matches(b'{"e": [], "s": true}') and not dfa_for(first).matches(b'{"s": true, "e": []}')
+    later = {"properties": {"s": {"type": "boolean"}}, "required": ["r"],
+             "oneOf": [{"properties": {"e": _NUMBER}}, {"properties": {"e": {"type": "string"}}}]}
+    assert dfa_for(later).matches(b'{"s": true, "e": 1, "r": 0}')
+
+
+def test_not_of_a_type_needs_no_product(monkeypatch):
+    """``not: {"type": ...}`` narrows the types (no product), and stays exact; taking away
+    ``integer`` alone leaves numbers no type set says, so that one is still a product."""
+    import constrain.grammar.json_schema.emit as emit
+
+    calls = []
+    original = emit.difference
+    monkeypatch.setattr(emit, "difference", lambda *args: calls.append(1) or original(*args))
+    values = [1, 1.5, "s", None, True, [], {}, {"a": [1, {"b": None}]}]
+    for negated, product in ((["object", "null"], False), ("number", False), ("integer", True), ("string", False)):
+        schema = {"not": {"type": negated, "description": "x"}}
+        calls.clear()
+        dfa = schema_to_dfa(schema).automaton
+        assert bool(calls) == product, negated
+        for value in values:
+            assert dfa.matches(text_of(value).encode()) == is_valid(schema, value), (negated, value)
+    assert dfa_for({"type": "integer", "not": {"type": "integer"}}).matches(b"1") is False
 
 
 def test_enum_values_meet_patterns_the_ecma_way():

@@ -20,7 +20,7 @@ import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from typing import Any, Iterator
 
 import numpy as np
@@ -38,7 +38,7 @@ from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, mu
 from .sharing import shared_definitions
 from .slots import shared_slots
 from .spec import (ANNOTATION_KEYWORDS, BASE64_PATTERN, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec,
-                   dependency_names, place_branch, ref_keyword, spec_of)
+                   MemberGroup, dependency_names, group_branches, merge_orders, place_branch, ref_keyword, spec_of)
 from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, PATTERN_COUNT, SHORT_STRING, CountedString,
                       any_string_dfa, bounds_implied, counted_states, encode_chars, encoded_string, pattern_tree,
                       string_tree, utf8_chars)
@@ -431,6 +431,9 @@ class SchemaEmitter:
         if spec.one_of:
             return self._one_of(spec, chain)
         if spec.nots:
+            kept_types = _types_outside(spec.nots[0].node, spec.types)
+            if kept_types is not None:  # `not: {"type": ...}`: the other types, no product
+                return self.spec_tree(spec.without(nots=spec.nots[1:], types=kept_types), chain)
             base = spec.without(nots=spec.nots[1:])
             negated, negated_chain = self._merged(base, spec.nots[0], chain)
             slots = shared_slots(self.doc, base, [(negated, negated_chain)], self.max_recursion)
@@ -491,6 +494,11 @@ class SchemaEmitter:
         if not unevaluated and all(
                 self._disjoint(a, b, chain) for i, (a, _) in enumerate(merged) for b, _ in merged[i + 1:]):
             return alt(*(self.spec_tree(branch, branch_chain) for branch, branch_chain in merged))
+        moved = None if unevaluated else self._member_group(group, "oneOf", rest.presence)
+        if moved is not None:
+            # Branches that only constrain members: rules of the object's member graph
+            # (_Presence with value classes), not a product of whole objects.
+            return self.spec_tree(_with_member_group(rest, moved), chain)
         slots = shared_slots(self.doc, rest, merged, self.max_recursion)
         branches = [(branch.without(slots=slots), branch_chain) for branch, branch_chain in merged]
         if unevaluated:
@@ -536,10 +544,14 @@ class SchemaEmitter:
 
     def _record(self, locs: list[Loc], chain: tuple[str, ...], slots: Slots = NO_SLOTS) -> Spec:
         """The merged record of ``locs`` (an implicit allOf)."""
+        return self._walked(locs, chain, slots)[0]
+
+    def _walked(self, locs: list[Loc], chain: tuple[str, ...], slots: Slots = NO_SLOTS) -> tuple[Spec, tuple[str, ...]]:
+        """The merged record of ``locs`` and the reference chain its walk ended with."""
         walk, spec = SpecWalk(self.doc, list(chain), self.max_recursion), Spec(slots=slots)
         for loc in locs:
             spec = walk.absorb(spec, loc, frozenset())
-        return spec
+        return spec, tuple(walk.chain)
 
     def _one_of_unevaluated(self, branches, group: Loc) -> RegexNode:
         """oneOf under unevaluated*: branch i with it, minus the other branches judged without it."""
@@ -555,6 +567,13 @@ class SchemaEmitter:
 
     def _conditional(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         loc, base = spec.conditionals[0], spec.without(conditionals=spec.conditionals[1:])
+        moved = None if base.unevaluated_properties or base.unevaluated_items else self._member_group(
+            loc, "if", base.presence)
+        if moved is not None:
+            # if/then/else that only constrain members ("if kind is x then y is required"):
+            # a rule of the member graph, not products of whole objects (chains of them
+            # nested one product per conditional).
+            return self.spec_tree(_with_member_group(base, moved), chain)
         if_spec, if_chain = self._merged(base, loc.child("if"), chain)
         slots = shared_slots(self.doc, base, [(if_spec, if_chain)], self.max_recursion)
         base, if_spec = base.without(slots=slots), if_spec.without(slots=slots)
@@ -714,7 +733,7 @@ class SchemaEmitter:
         members: list[tuple[str, RegexNode, bool]] = []
         slots = spec.slots
         slotted = set(slots.names)
-        listed = list(slots.names) + [p for p in spec.properties if p not in slotted]
+        listed = list(slots.names) + [p for p in _properties_with_groups(spec) if p not in slotted]
         named = set(listed)
         listed += [name for name in spec.required if name not in named]
         named = set(listed)
@@ -732,16 +751,76 @@ class SchemaEmitter:
         extras = self._extra_members(spec, set(listed), names_dfa, chain)
         where = {key: i for i, (key, _, _) in enumerate(members)}
         groups = _presence_positions(spec, where) + _dependency_positions(spec, where)
-        if self.any_order and not slots and 1 < len(members) <= MAX_ANY_ORDER_MEMBERS:  # operands: one order
+        variants = self._member_variants(spec, where, chain)
+        if self.any_order and not slots and not variants and 1 < len(members) <= MAX_ANY_ORDER_MEMBERS:
             graph = _any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups)
-        else:
-            if self.any_order and not slots and len(members) > MAX_ANY_ORDER_MEMBERS:
+        else:  # operands of products and value classes: one order
+            if self.any_order and not slots and (variants or len(members) > MAX_ANY_ORDER_MEMBERS):
                 self.notes.append(f"{spec.sources[0].pointer or '#'}: {len(members)} properties are kept in schema "
-                                  f"order (property_order='any' takes up to {MAX_ANY_ORDER_MEMBERS})")
-            graph = _members_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups)
+                                  f"order (property_order='any' takes up to {MAX_ANY_ORDER_MEMBERS}, "
+                                  "and no oneOf of member constraints)")
+            graph = _members_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups,
+                                   variants)
         if graph is NOTHING:
             return NOTHING
         return seq(layout.opening("{"), graph, layout.closing("}"))
+
+    def _member_variants(self, spec: Spec, where: dict[str, int], chain: tuple[str, ...]) -> dict[int, "_ValueClasses"]:
+        """For each member the member groups' branches constrain (see :func:`_member_wise`):
+        its value classes (:class:`_ValueClasses`), by position."""
+        variants: dict[int, _ValueClasses] = {}
+        for name, kinds in _constraint_kinds(spec.presence).items():
+            position = where.get(encoded_string(name))
+            if position is not None:
+                locs = [loc for loc, _ in kinds]
+                build = partial(self._value_classes, self._locs_for_key(spec, name), locs, chain, spec.slots.member(name))
+                variants[position] = _ValueClasses([pairs for _, pairs in kinds], build)
+        return variants
+
+    def _value_classes(self, base: list[Loc], kinds: list[Loc], chain: tuple[str, ...], slots: Slots,
+                       relevant: tuple[int, ...]) -> list[tuple[RegexNode, tuple[int, ...]]]:
+        """The values of ``base`` split by which of the ``relevant`` constraints they meet:
+        ``(language, constraints failed)`` per non-empty class.
+
+        A class is ``base`` with the constraints it meets merged in and the others
+        negated (a product only where a constraint is more than a type or a constant).
+        Classes are split one constraint at a time, dropping the empty ones: ``k``
+        constants for one member (``if: {"properties": {"kind": {"const": ...}}}`` per
+        variant) make ``k + 1`` classes, not ``2**k``.
+        """
+        classes: list[tuple[tuple[int, ...], tuple[int, ...], RegexNode]] = [((), (), self.value_of(base, chain, slots))]
+        for k in relevant:
+            split = []
+            for met, failed, _ in classes:
+                for side in ((met + (k,), failed), (met, failed + (k,))):
+                    tree = self._class_tree(base, [kinds[i] for i in side[0]], [kinds[i] for i in side[1]], chain, slots)
+                    if tree is not NOTHING:
+                        split.append((*side, tree))
+            classes = split
+        return [(tree, failed) for _, failed, tree in classes]
+
+    def _member_group(self, loc: Loc, rule: str, presence: list[MemberGroup]) -> MemberGroup | None:
+        """``loc``'s oneOf (``rule``) or conditional (``"if"``) as a member group, its
+        branches' plain references followed once, where it is member-wise (None
+        otherwise: see :func:`_member_wise`)."""
+        if rule != "if" and (not isinstance(loc.node, list) or len(loc.node) < 2):
+            return None
+        branches = []
+        for branch in group_branches(loc, rule):
+            keyword = _plain_reference(branch.node, self.doc.draft) if branch is not None else None
+            if keyword is not None:
+                branch = self.doc.resolve(branch, branch.node[keyword], keyword)
+            branches.append(branch)
+        group = MemberGroup(loc, rule, tuple(branches))
+        return group if _member_wise(group, presence) else None
+
+    def _class_tree(self, base: list[Loc], met: list[Loc], failed: list[Loc], chain: tuple[str, ...],
+                    slots: Slots) -> RegexNode:
+        """The values of ``base`` meeting every schema of ``met`` and none of ``failed``."""
+        if not failed:
+            return self.value_of(base + met, chain, slots)
+        record, record_chain = self._walked(base + met, chain, slots)
+        return self.spec_tree(record.without(nots=record.nots + failed), record_chain)
 
     def _locs_for_key(self, spec: Spec, name: str) -> list[Loc]:
         """Every schema a member named ``name`` must meet: its properties, else each rule's patterns/additional."""
@@ -1183,7 +1262,7 @@ def _pending_checks(spec: Spec) -> list[Any]:
             checks.append(own)
     checks += [{"anyOf": group.node} for group in spec.any_of]
     checks += [{"oneOf": group.node} for group in spec.one_of]
-    checks += [{"oneOf" if exactly else "anyOf": group.node} for group, exactly in spec.presence]
+    checks += [group.check for group in spec.presence]
     checks += [{"not": loc.node} for loc in spec.nots]
     checks += [{k: loc.node[k] for k in ("if", "then", "else") if k in loc.node} for loc in spec.conditionals]
     checks += [{keyword: {key: loc.node[keyword][key]}} for loc, key, keyword in spec.dependencies]
@@ -1192,31 +1271,41 @@ def _pending_checks(spec: Spec) -> list[Any]:
 
 
 def _members_graph(members, extras, min_props: int, max_props: int | None, layout: Layout,
-                   groups: list["_Presence | _Dependency"] = ()) -> RegexNode:
+                   groups: list["_Presence | _Dependency"] = (),
+                   variants: dict[int, "_ValueClasses"] | None = None) -> RegexNode:
     """Object members in schema order, then extra members; counts tracked for min/maxProperties.
 
     States are (position in the member list, members written so far, where each
     presence group stands), the count capped where it no longer matters, so optional
     members never duplicate the rest of the object (a tree would, once per optional
-    member).
+    member).  ``variants`` splits a member's value into classes, each with the
+    branches of each group it rules out (:meth:`SchemaEmitter._member_variants`).
     """
+    variants = variants or {}
     cap = max(1, min_props, (max_props + 1) if max_props is not None else 0)
     n = len(members)
     builder = _GraphBuilder(layout.comma())
     start_status = tuple(group.start() for group in groups)
+    if None in start_status:  # a group no object meets (its branches need names it cannot have)
+        return NOTHING
     frontier = {(0, start_status)}
     builder.state(("at", 0, 0, start_status))
     for position, (key_text, value, required) in enumerate(members):
-        member = seq(lit(key_text), layout.colon(), value)
         nxt = set()
+        nodes: dict[tuple, RegexNode] = {}  # one member node per class (their edges share it)
         for count, status in sorted(frontier):
             source = ("at", position, count, status)
             if max_props is None or count < max_props:
-                written = _stepped(groups, status, position, True)
-                if written is not None:
-                    target = min(count + 1, cap)
-                    builder.member(source, count == 0, ("at", position + 1, target, written), member, position)
-                    nxt.add((target, written))
+                target = min(count + 1, cap)
+                relevant, options = variants[position].options(status) if position in variants else ((), [(value, None)])
+                for index, (tree, ruled_out) in enumerate(options):
+                    written = _stepped(groups, status, position, True, ruled_out)
+                    if written is not None:
+                        node_id = (position, relevant, index)
+                        if node_id not in nodes:
+                            nodes[node_id] = seq(lit(key_text), layout.colon(), tree)
+                        builder.member(source, count == 0, ("at", position + 1, target, written), nodes[node_id], node_id)
+                        nxt.add((target, written))
             skipped = _stepped(groups, status, position, False)
             if not required and skipped is not None:
                 builder.skip(source, ("at", position + 1, count, skipped))
@@ -1243,49 +1332,124 @@ def _members_graph(members, extras, min_props: int, max_props: int | None, layou
                          and all(group.met(at) for group, at in zip(groups, key[3])))
 
 
+class _ValueClasses:
+    """A member's values split by the member groups' constraints on it: ``kinds[k]`` lists
+    the (group, branch) pairs constraint ``k`` decides, and :meth:`options` the classes
+    over the constraints still relevant where the member is written.
+
+    A constraint matters only while a branch it decides is open: after ``"kind":
+    "noise"``, the ``then`` of ``if: {"properties": {"kind": {"const": "flat"}}}`` no
+    longer does, and splitting ``settings`` by it would be a product that fixes the
+    member order of every ``settings`` object (JsonSchemaStore minecraft-dimension).
+    So classes are built per set of relevant constraints (few per member), and the
+    member graph picks them by its state.
+    """
+
+    def __init__(self, kinds: list[list[tuple[int, int]]], build) -> None:
+        self.kinds = kinds
+        self._build = build  # relevant constraint indexes -> [(language, constraints failed)]
+        self._memo: dict[tuple[int, ...], list] = {}
+
+    def options(self, status: tuple) -> tuple[tuple[int, ...], list[tuple[RegexNode, dict[int, frozenset[int]]]]]:
+        """The constraints relevant in member-graph state ``status`` (group states, member
+        groups first), and the classes over them, each with the branches it rules out."""
+        relevant = tuple(k for k, pairs in enumerate(self.kinds)
+                         if any(branch in status[group][1] for group, branch in pairs))
+        if relevant not in self._memo:
+            options = []
+            for tree, failed in self._build(relevant):
+                ruled_out: dict[int, set[int]] = {}
+                for k in failed:
+                    for group, branch in self.kinds[k]:
+                        ruled_out.setdefault(group, set()).add(branch)
+                options.append((tree, {group: frozenset(out) for group, out in ruled_out.items()}))
+            self._memo[relevant] = options
+        return relevant, self._memo[relevant]
+
+
 @dataclass(frozen=True)
 class _Presence:
-    """An ``anyOf`` (``exactly``: ``oneOf``) whose branches only list required names, as the
-    member positions each branch needs (None: a name the object cannot have).
+    """A member group (``rule``: ``"anyOf"``, ``"oneOf"`` or ``"if"`` over if/then/else)
+    whose branches only require and constrain members: per branch the member positions
+    it requires (None: a name the object cannot have) and the positions whose values it
+    constrains (``constrained``: a value there may rule the branch out, as the member's
+    value class says).
 
-    In schema order the members come by position, so a branch is met exactly when none
-    of its positions was skipped; a group's state is (branches met, capped at 2; the
-    branches still open, none of whose positions was skipped yet).  One copy of the
-    object instead of one per branch, and no product for ``oneOf``: the Glaiveai2K
+    In schema order the members come by position, so a branch is met once past the
+    last position it involves with none of its required positions skipped and no value
+    ruling it out.  A group's state is (what is met; the branches still open): for
+    anyOf/oneOf how many branches are met (capped at 2), for a conditional which ones.
+    One copy of the object instead of one per branch, and no product: the Glaiveai2K
     ``calculate_area`` idiom ``oneOf: [{"required": ["radius"]}, {"required": ["base",
-    "height"]}]``, and eight ``anyOf`` branches over a 14-member object (Github_medium
-    o21108), which as copies passed the state limit.
+    "height"]}]`` (with or without typed ``properties`` in the branches), eight
+    ``anyOf`` branches over a 14-member object (Github_medium o21108), which as copies
+    passed the state limit, and chains of ``if: {"properties": {"name": {"const":
+    ...}}}, then: {...}`` (Github_hard o36012), one nested product per conditional.
     """
 
     branches: tuple[frozenset[int] | None, ...]
-    exactly: bool
+    rule: str
+    constrained: tuple[frozenset[int], ...] = ()
 
-    def start(self) -> tuple[int, frozenset[int]]:
-        return 0, frozenset(i for i, needed in enumerate(self.branches) if needed is not None)
+    def __post_init__(self) -> None:
+        constrained = self.constrained or tuple(frozenset() for _ in self.branches)
+        last = tuple(max(needed | more, default=-1) if needed is not None else -1
+                     for needed, more in zip(self.branches, constrained))
+        object.__setattr__(self, "constrained", constrained)
+        object.__setattr__(self, "_last", last)
 
-    def step(self, at: tuple[int, frozenset[int]], position: int, written: bool) -> tuple[int, frozenset[int]] | None:
-        """Past member ``position`` (written or skipped); None where the group can no longer be met."""
+    def start(self) -> tuple:
+        live = [i for i, needed in enumerate(self.branches) if needed is not None]
+        return self._state(frozenset(i for i in live if self._last[i] < 0), frozenset(i for i in live if self._last[i] >= 0),
+                           self._empty_met())
+
+    def step(self, at: tuple, position: int, written: bool, ruled_out: frozenset[int] = frozenset()) -> tuple | None:
+        """Past member ``position`` (written, with a value ruling out ``ruled_out``, or
+        skipped); None where the group can no longer be met."""
         met, open_ = at
-        still = set()
+        newly, still = set(), set()
         for i in open_:
-            needed = self.branches[i]
-            if position in needed and not written:
+            if (position in self.branches[i] and not written) or (written and i in ruled_out):
                 continue
-            if position >= max(needed):
-                met = min(met + 1, 2)
-            else:
-                still.add(i)
-        if (self.exactly and met > 1) or (met == 0 and not still):
-            return None
-        return met, frozenset(still)
+            (newly if position >= self._last[i] else still).add(i)
+        return self._state(frozenset(newly), frozenset(still), met)
 
-    def met(self, at: tuple[int, frozenset[int]]) -> bool:
-        return at[0] == 1 if self.exactly else at[0] >= 1
+    def _empty_met(self):
+        return frozenset() if self.rule == "if" else 0
+
+    def _state(self, newly: frozenset[int], still: frozenset[int], met) -> tuple | None:
+        """The state with ``newly`` met, or None where the rule can no longer hold."""
+        if self.rule == "if":
+            met = met | newly
+            alive = met | still
+            if not ((0 in alive and 1 in alive) or (0 not in met and 2 in alive)):
+                return None
+            # Only the branch the condition picks still matters: drop the other, so that
+            # states that can only end alike are one state.
+            unused = 2 if 0 in met else 1 if 0 not in alive else None
+            return (met - {unused}, still - {unused}) if unused is not None else (met, still)
+        met = min(met + len(newly), 2)
+        if (self.rule == "oneOf" and met > 1) or (met == 0 and not still):
+            return None
+        if self.rule == "anyOf" and met:  # met for good: a met branch is past its last position
+            return 1, frozenset()
+        return met, still
+
+    def met(self, at: tuple) -> bool:
+        return self._holds(at[0])
+
+    def _holds(self, met) -> bool:
+        """The rule over what is met (a set of branches for ``"if"``, else a count)."""
+        if self.rule == "if":
+            return (0 in met and 1 in met) or (0 not in met and 2 in met)
+        return met == 1 if self.rule == "oneOf" else met >= 1
 
     def satisfied_by(self, used: frozenset[int]) -> bool:
-        """Whether the members ``used`` (in any order) meet the group."""
-        met = sum(needed is not None and needed <= used for needed in self.branches)
-        return met == 1 if self.exactly else met >= 1
+        """Whether the members ``used`` (in any order) meet the group (only for groups that
+        constrain no values: the any-order graph tracks no value classes)."""
+        assert not any(self.constrained), "value classes need the schema-order member graph"
+        met = frozenset(i for i, needed in enumerate(self.branches) if needed is not None and needed <= used)
+        return self._holds(met if self.rule == "if" else len(met))
 
 
 @dataclass(frozen=True)
@@ -1303,7 +1467,8 @@ class _Dependency:
     def start(self) -> tuple[int, bool, bool]:
         return (0, False, False)
 
-    def step(self, at: tuple[int, bool, bool], position: int, written: bool) -> tuple[int, bool, bool] | None:
+    def step(self, at: tuple[int, bool, bool], position: int, written: bool,
+             ruled_out: frozenset[int] = frozenset()) -> tuple[int, bool, bool] | None:
         if at == self.DONE:
             return at
         _, key_written, skipped = at
@@ -1326,11 +1491,13 @@ class _Dependency:
         return self.key not in used or (None not in self.needed and set(self.needed) <= used)
 
 
-def _stepped(groups: list["_Presence | _Dependency"], status: tuple, position: int, written: bool) -> tuple | None:
-    """Each rule's state past member ``position``; None where some rule can no longer hold."""
+def _stepped(groups: list["_Presence | _Dependency"], status: tuple, position: int, written: bool,
+             ruled_out: dict[int, frozenset[int]] | None = None) -> tuple | None:
+    """Each rule's state past member ``position`` (``ruled_out``: by rule index, the
+    branches the written value rules out); None where some rule can no longer hold."""
     out = []
-    for group, at in zip(groups, status):
-        moved = group.step(at, position, written)
+    for index, (group, at) in enumerate(zip(groups, status)):
+        moved = group.step(at, position, written, ruled_out.get(index, frozenset()) if ruled_out else frozenset())
         if moved is None:
             return None
         out.append(moved)
@@ -1362,20 +1529,138 @@ def _dependency_positions(spec: Spec, where: dict[str, int]) -> list[_Dependency
 
 
 def _presence_names(spec: Spec) -> list[str]:
-    """The names a presence group requires, in order of first mention."""
-    return list(dict.fromkeys(name for group, _ in spec.presence for branch in group.node for name in branch["required"]))
+    """The names the member groups involve, in one order that keeps each branch's own
+    (its properties, then its other required names) where they agree (``merge_orders``):
+    ``then: {"properties": {"settings": ...}}`` in one conditional and ``then:
+    {"properties": {"seed": ..., "settings": ...}}`` in the next write ``seed`` first,
+    as the second branch lists them (JsonSchemaStore minecraft-dimension)."""
+    orders = []
+    for group in spec.presence:
+        for branch in group.nodes:
+            listed = list(branch.get("properties", {}))
+            orders.append(listed + [name for name in branch.get("required", []) if name not in listed])
+    return merge_orders(orders)
 
 
 def _presence_positions(spec: Spec, where: dict[str, int]) -> list[_Presence]:
-    """``spec``'s presence groups over the member positions (``where``: by encoded name)."""
+    """``spec``'s member groups over the member positions (``where``: by encoded name)."""
     groups = []
-    for group, exactly in spec.presence:
-        branches = []
-        for branch in group.node:
-            positions = [where.get(encoded_string(name)) for name in branch["required"]]
+    for group in spec.presence:
+        branches, constrained = [], []
+        for branch in group.nodes:
+            positions = [where.get(encoded_string(name)) for name in branch.get("required", [])]
             branches.append(None if None in positions else frozenset(positions))
-        groups.append(_Presence(tuple(branches), exactly))
+            constrained.append(frozenset(where[key] for key in map(encoded_string, _constrained_names(branch))
+                                         if key in where))
+        groups.append(_Presence(tuple(branches), group.rule, tuple(constrained)))
     return groups
+
+
+def _properties_with_groups(spec: Spec) -> list[str]:
+    """``spec``'s listed names with each anyOf/oneOf group's names where its combinator
+    stands (after the names listed before it, as :meth:`SchemaEmitter._branch` places a
+    branch), so that moving a ``oneOf`` to the member graph keeps the order its
+    branches had: ``{"allOf": [{"oneOf": [...]}], "properties": {...}}`` writes the
+    branch's members first.  A conditional's new names go last, as when merged."""
+    order = list(spec.properties)
+    for group in spec.presence:
+        before = spec.listed_before.get(group.loc.key)
+        if before is None or group.rule == "if":
+            continue
+        names = merge_orders([list(branch.get("properties", {})) for branch in group.nodes])
+        new = [name for name in names if name not in order]
+        if new and spec.own_after.get(group.loc.key):  # written before its node's own properties
+            before = before - spec.own_after[group.loc.key]
+        cut = max((i + 1 for i, name in enumerate(order) if name in before), default=0)
+        order[cut:cut] = new
+    return order
+
+
+def _constrained_names(branch: dict) -> list[str]:
+    """The members whose values a member-wise branch constrains (``{}``/``true`` do not)."""
+    return [name for name, sub in branch.get("properties", {}).items() if sub is not True and sub != {}]
+
+
+def _constraint_kinds(presence: list[MemberGroup]) -> dict[str, list[tuple[Loc, list[tuple[int, int]]]]]:
+    """By member name: the distinct schemas member groups' branches give its value, each
+    with the (group, branch) pairs that give it (the same schema written twice, as in
+    ``oneOf: [{"properties": {"r": {"type": "number"}}, "required": ["r"]}, ...]``
+    repeated per branch, is one constraint: one class split, not two)."""
+    found: dict[str, dict[tuple[str, str], tuple[Loc, list[tuple[int, int]]]]] = {}
+    for g, group in enumerate(presence):
+        for i, branch in enumerate(group.branches):
+            if branch is None:
+                continue
+            for name in _constrained_names(branch.node):
+                loc = branch.child("properties", name)
+                kinds = found.setdefault(name, {})
+                kind = kinds.setdefault((loc.base, json.dumps(loc.node, sort_keys=True)), (loc, []))
+                kind[1].append((g, i))
+    return {name: list(kinds.values()) for name, kinds in found.items()}
+
+
+#: Keywords a member-wise branch may hold (see :func:`_member_wise`).
+_MEMBER_WISE_KEYWORDS = frozenset(("properties", "required", "type")) | ANNOTATION_KEYWORDS
+#: Distinct constraints on one member that a group may add: its values split into up to
+#: 2**k classes, except constants, which exclude each other (k + 1 classes).
+MAX_MEMBER_CONSTRAINTS = 3
+MAX_CONSTANT_CONSTRAINTS = 16
+
+
+def _member_wise(group: MemberGroup, presence: list[MemberGroup]) -> bool:
+    """Whether a group only constrains members: every branch an object schema of
+    ``properties`` and ``required`` alone (``type: "object"`` at most), and no member
+    constrained in more ways, by it and the groups already moved (``presence``), than
+    :data:`MAX_MEMBER_CONSTRAINTS` (or :data:`MAX_CONSTANT_CONSTRAINTS` constants)."""
+    branches = group.nodes
+    for branch in branches:
+        if not isinstance(branch, dict) or not set(branch) <= _MEMBER_WISE_KEYWORDS:
+            return False
+        if not isinstance(branch.get("properties", {}), dict) or not isinstance(branch.get("required", []), list):
+            return False
+        if not all(isinstance(name, str) for name in branch.get("required", [])):
+            return False
+        if branch.get("type", "object") not in ("object", ["object"]):
+            return False
+    if not any(_constrained_names(b) or b.get("required") for b in branches):
+        return False
+    for kinds in _constraint_kinds(presence + [group]).values():
+        constants = all(isinstance(loc.node, dict) and set(loc.node) - ANNOTATION_KEYWORDS <= {"const"}
+                        and "const" in loc.node for loc, _ in kinds)
+        if len(kinds) > (MAX_CONSTANT_CONSTRAINTS if constants else MAX_MEMBER_CONSTRAINTS):
+            return False
+    return True
+
+
+def _with_member_group(spec: Spec, group: MemberGroup) -> Spec:
+    """``spec`` with the member-wise ``group`` moved to its member graph, and its other
+    types kept only where the group holds for them (an untyped branch holds for any
+    value that is no object, a ``type: "object"`` one for none)."""
+    holds = ["type" not in node for node in group.nodes]
+    if group.rule == "if":
+        others = (holds[0] and holds[1]) or (not holds[0] and holds[2])
+    else:
+        others = sum(holds) == 1 if group.rule == "oneOf" else any(holds)
+    types = spec.types
+    if not others:
+        types = frozenset({"object"}) & (types if types is not None else _ALL_TYPES)
+    return spec.without(presence=spec.presence + [group], types=types)
+
+
+def _types_outside(node: Any, types: frozenset[str] | None) -> frozenset[str] | None:
+    """The types of ``types`` (None: all) that ``not: node`` leaves, where ``node`` only
+    says ``type`` (None otherwise, or where it takes away integers but not the other
+    numbers, which no type set says)."""
+    if not isinstance(node, dict) or set(node) - ANNOTATION_KEYWORDS != {"type"}:
+        return None
+    named = node["type"] if isinstance(node["type"], list) else [node["type"]]
+    if not named or not all(isinstance(t, str) and t in _ALL_TYPES for t in named):
+        return None
+    removed = set(named) | ({"integer"} if "number" in named else set())
+    current = _ALL_TYPES if types is None else types
+    if "integer" in removed and "number" not in removed and "number" in current:
+        return None
+    return frozenset(current - removed)
 
 
 #: Keywords a branch may hold and still be only a list of required names.
@@ -1396,16 +1681,16 @@ def _with_presence_groups(spec: Spec) -> Spec:
     types alone and such a ``oneOf`` of two or more branches refuses them (every branch
     holds)."""
     any_of, one_of, moved = [], [], []
-    for groups, exactly, kept in ((spec.any_of, False, any_of), (spec.one_of, True, one_of)):
+    for groups, rule, kept in ((spec.any_of, "anyOf", any_of), (spec.one_of, "oneOf", one_of)):
         for group in groups:
             if _required_only(group):
-                moved.append((group, exactly))
+                moved.append(MemberGroup(group, rule, tuple(group_branches(group, rule))))
             else:
                 kept.append(group)
     if not moved:
         return spec
     types = spec.types
-    if any(exactly and len(group.node) > 1 for group, exactly in moved):
+    if any(group.rule == "oneOf" and len(group.branches) > 1 for group in moved):
         types = frozenset({"object"}) & (types if types is not None else _ALL_TYPES)
     return spec.without(any_of=any_of, one_of=one_of, presence=spec.presence + moved, types=types)
 

@@ -148,6 +148,7 @@ class _Collector:
         for loc in item_locs + [loc for loc, _, _ in spec.contains]:
             self.visit(loc, at.item(), chain)
         pending = [group.child(i) for group in spec.any_of + spec.one_of for i in range(len(group.node))]
+        pending += [branch for group in spec.presence for branch in group.branches if branch is not None]
         pending += spec.nots + [loc.child(k) for loc in spec.conditionals for k in ("if", "then", "else") if k in loc.node]
         # A dependency's names are the operand's members as much as listed ones: without a
         # slot, the operand taken away wrote them in its own order while a free-form kept

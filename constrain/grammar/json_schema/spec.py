@@ -21,7 +21,8 @@ from typing import Any
 from .content import JSON_MEDIA_TYPE
 from .document import Loc, SchemaDocument
 
-__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order", "place_branch",
+__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order", "place_branch", "group_branches",
+           "MemberGroup",
            "ref_keyword", "Slots", "NO_SLOTS", "TYPES", "ANNOTATION_KEYWORDS"]
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
@@ -118,9 +119,10 @@ class Spec:
     # For each pending anyOf/oneOf: the names its own node's ``properties`` lists but
     # writes after it (``{"anyOf": [...], "properties": {...}}``); see ``emit._branch``.
     own_after: dict[str, frozenset[str]] = field(default_factory=dict)
-    # anyOf/oneOf groups whose branches only list required names (False: anyOf, True: oneOf),
-    # enforced by the object's member graph instead of one copy of the object per branch.
-    presence: list[tuple[Loc, bool]] = field(default_factory=list)
+    # Member groups: anyOf/oneOf/if-then-else whose branches only require and constrain
+    # members, enforced by the object's member graph instead of one copy of the object per
+    # branch or a product.
+    presence: list["MemberGroup"] = field(default_factory=list)
     conditionals: list[Loc] = field(default_factory=list)  # schemas holding if/then/else
     dependencies: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, key, keyword)
     unsupported: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, keyword, why)
@@ -576,6 +578,37 @@ def _tighter_high(a, b):
     if a[0] != b[0]:
         return a if a[0] < b[0] else b
     return (a[0], a[1] or b[1])
+
+
+@dataclass(frozen=True)
+class MemberGroup:
+    """An anyOf/oneOf (``rule``) or a conditional (``"if"``: ``loc`` holds if/then/else)
+    whose ``branches`` (references followed; None: an absent ``then``/``else``, which
+    always holds) only require and constrain members."""
+
+    loc: Loc
+    rule: str
+    branches: tuple[Loc | None, ...]
+
+    @property
+    def nodes(self) -> list[dict]:
+        """The branch schemas (``{}`` for an absent one)."""
+        return [branch.node if branch is not None else {} for branch in self.branches]
+
+    @property
+    def check(self) -> dict:
+        """The schema the group stands for (what an enum candidate must still pass)."""
+        if self.rule == "if":
+            return {key: self.loc.node[key] for key in ("if", "then", "else") if key in self.loc.node}
+        return {self.rule: self.loc.node}
+
+
+def group_branches(group: Loc, rule: str) -> list[Loc | None]:
+    """The branches of a member group: an anyOf/oneOf array's schemas, or a conditional's
+    ``if``, ``then`` and ``else`` (None where absent: a branch that always holds)."""
+    if rule == "if":
+        return [group.child(key) if key in group.node else None for key in ("if", "then", "else")]
+    return [group.child(i) for i in range(len(group.node))]
 
 
 def dependency_names(key: str, value: Any) -> list[str]:
