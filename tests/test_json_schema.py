@@ -1224,6 +1224,28 @@ def test_member_wise_branches_stand_where_their_combinator_does():
     assert dfa_for(later).matches(b'{"s": true, "e": 1, "r": 0}')
 
 
+def test_member_classes_split_only_by_open_branches():
+    """A member's value is split only by the constraints of branches still open where it
+    is written: once ``"kind": "noise"`` rules out the ``flat`` conditional, its
+    ``settings`` schema no longer splits (a product there would fix the member order of
+    every ``settings`` object; JsonSchemaStore minecraft-dimension)."""
+    schema = {"type": "object", "properties": {"kind": {"enum": ["flat", "noise"]}},
+              "allOf": [{"if": {"properties": {"kind": {"const": "flat"}}},
+                         "then": {"properties": {"settings": {"type": "object", "properties": {"layers": {}, "biome": {}},
+                                                              "required": ["layers"]}}}},
+                        {"if": {"properties": {"kind": {"const": "noise"}}},
+                         "then": {"properties": {"seed": {"type": "integer"}, "settings": {"type": ["string", "object"]}}}}]}
+    dfa = dfa_for(schema)
+    for value, accepted in (({"kind": "noise", "seed": 1, "settings": {"biome": 1, "layers": 2}}, True),
+                            ({"kind": "noise", "settings": {"z": {"y": [1]}, "biome": 1}}, True),
+                            ({"kind": "flat", "settings": {"layers": 2, "biome": 1}}, True),
+                            ({"kind": "flat", "settings": {"biome": 1}}, False),
+                            ({"kind": "flat", "settings": "s"}, False),
+                            ({"kind": "noise", "seed": "1"}, False)):
+        assert is_valid(schema, value) == accepted, value
+        assert dfa.matches(text_of(value).encode()) == accepted, value
+
+
 def test_not_of_a_type_needs_no_product(monkeypatch):
     """``not: {"type": ...}`` narrows the types (no product), and stays exact; taking away
     ``integer`` alone leaves numbers no type set says, so that one is still a product."""

@@ -788,7 +788,7 @@ class SchemaEmitter:
         constants for one member (``if: {"properties": {"kind": {"const": ...}}}`` per
         variant) make ``k + 1`` classes, not ``2**k``.
         """
-        classes: list[tuple[tuple[int, ...], tuple[int, ...], RegexNode]] = [((), (), self.value_of(base, chain, slots))]
+        classes: list[tuple[tuple[int, ...], tuple[int, ...], RegexNode]] = [((), (), EMPTY)]  # (relevant: not empty)
         for k in relevant:
             split = []
             for met, failed, _ in classes:
@@ -1297,7 +1297,9 @@ def _members_graph(members, extras, min_props: int, max_props: int | None, layou
             source = ("at", position, count, status)
             if max_props is None or count < max_props:
                 target = min(count + 1, cap)
-                relevant, options = variants[position].options(status) if position in variants else ((), [(value, None)])
+                relevant, options = variants[position].options(status) if position in variants else ((), None)
+                if options is None:  # no constraint on the member is relevant here
+                    options = [(value, None)]
                 for index, (tree, ruled_out) in enumerate(options):
                     written = _stepped(groups, status, position, True, ruled_out)
                     if written is not None:
@@ -1350,11 +1352,14 @@ class _ValueClasses:
         self._build = build  # relevant constraint indexes -> [(language, constraints failed)]
         self._memo: dict[tuple[int, ...], list] = {}
 
-    def options(self, status: tuple) -> tuple[tuple[int, ...], list[tuple[RegexNode, dict[int, frozenset[int]]]]]:
+    def options(self, status: tuple) -> tuple[tuple[int, ...], list[tuple[RegexNode, dict[int, frozenset[int]]]] | None]:
         """The constraints relevant in member-graph state ``status`` (group states, member
-        groups first), and the classes over them, each with the branches it rules out."""
+        groups first), and the classes over them, each with the branches it rules out
+        (none where no constraint is relevant: the member's own value then)."""
         relevant = tuple(k for k, pairs in enumerate(self.kinds)
                          if any(branch in status[group][1] for group, branch in pairs))
+        if not relevant:
+            return relevant, None
         if relevant not in self._memo:
             options = []
             for tree, failed in self._build(relevant):
