@@ -1173,6 +1173,17 @@ _MEMBER_WISE = [
                {"if": {"required": ["c"]}, "then": {"required": ["x"]}}]},
     {"if": {"properties": {"a": _NUMBER}, "required": ["a"]}, "then": {"properties": {"b": {"const": 1}}},
      "else": {"type": "object", "required": ["c"]}},
+    # Dependencies on member-wise schemas (as "if the key is there"; scalars untouched).
+    {"properties": {"a": {"type": ["integer", "string"]}},
+     "dependentSchemas": {"a": {"properties": {"b": _NUMBER}, "required": ["b"]},
+                          "b": {"type": "object", "properties": {"a": {"type": "integer"}, "c": {"const": 1}}}}},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+     "dependencies": {"c": {"properties": {"a": {"type": "string"}}}, "b": ["a"]}},
+    # Many dependencies constraining one tag by enums (mongodb-atlas-search-index-definition's idiom):
+    # more than three constraints, split by value.
+    {"type": "object", "properties": {"a": {"enum": [1, 2, "s", None]}, "b": {}, "c": {}, "x": {}},
+     "dependentSchemas": {"b": {"properties": {"a": {"enum": [1, 2]}}}, "c": {"properties": {"a": {"enum": [2, "s"]}}},
+                          "x": {"properties": {"a": {"const": None}}}, "d": {"properties": {"a": {"enum": [1]}}}}},
     # A branch that is a reference.
     {"$defs": {"num": {"properties": {"a": _NUMBER}, "required": ["a"]}},
      "oneOf": [{"$ref": "#/$defs/num"}, {"properties": {"a": {"type": "string"}, "b": {}}, "required": ["b"]}]},

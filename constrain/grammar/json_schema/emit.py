@@ -609,13 +609,22 @@ class SchemaEmitter:
             self.over = not self.over
 
     def _dependency(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
-        """A dependency on a schema: ``key`` absent, or present and the schema merged (two
-        disjoint cases).  Dependencies on lists of names stay on the record for the
-        object's member graph (:class:`_Dependency`): as cases, ``n`` of them made
-        ``2**n`` copies of the object."""
+        """A dependency on a schema: a member group ("if ``key`` is there, then the
+        schema") where the schema only constrains members, else two disjoint cases:
+        ``key`` absent, or present and the schema merged.  Dependencies on lists of
+        names stay on the record for the object's member graph (:class:`_Dependency`):
+        as cases, ``n`` of them made ``2**n`` copies of the object."""
         index = next(i for i, d in enumerate(spec.dependencies) if not _names_dependency(d))
         loc, key, keyword = spec.dependencies[index]
         base = spec.without(dependencies=spec.dependencies[:index] + spec.dependencies[index + 1:])
+        if not (base.unevaluated_properties or base.unevaluated_items):
+            # A member-wise schema: "if the key is there, then the schema" as a rule of the
+            # member graph (n dependencies were 2**n copies of the object).
+            then = loc.child(keyword, key)
+            condition = Loc({"type": "object", "required": [key]}, then.pointer, then.base, then.draft)
+            moved = self._member_group(loc, "if", base.presence, [condition, then, None], {keyword: {key: then.node}})
+            if moved is not None:
+                return self.spec_tree(_with_member_group(base, moved), chain)
         absent = copy_spec(base)
         absent.properties.setdefault(key, []).append(Loc(False, loc.pointer + f"/{keyword}/{key}", loc.base))
         present = copy_spec(base)
@@ -799,19 +808,23 @@ class SchemaEmitter:
             classes = split
         return [(tree, failed) for _, failed, tree in classes]
 
-    def _member_group(self, loc: Loc, rule: str, presence: list[MemberGroup]) -> MemberGroup | None:
-        """``loc``'s oneOf (``rule``) or conditional (``"if"``) as a member group, its
-        branches' plain references followed once, where it is member-wise (None
-        otherwise: see :func:`_member_wise`)."""
-        if rule != "if" and (not isinstance(loc.node, list) or len(loc.node) < 2):
-            return None
-        branches = []
-        for branch in group_branches(loc, rule):
+    def _member_group(self, loc: Loc, rule: str, presence: list[MemberGroup], branches: list[Loc | None] | None = None,
+                      schema: Any = None) -> MemberGroup | None:
+        """``loc``'s oneOf (``rule``) or conditional (``"if"``; or the given ``branches``
+        and the ``schema`` they stand for) as a member group, its branches' plain
+        references followed once, where it is member-wise (None otherwise: see
+        :func:`_member_wise`)."""
+        if branches is None:
+            if rule != "if" and (not isinstance(loc.node, list) or len(loc.node) < 2):
+                return None
+            branches = group_branches(loc, rule)
+        followed = []
+        for branch in branches:
             keyword = _plain_reference(branch.node, self.doc.draft) if branch is not None else None
             if keyword is not None:
                 branch = self.doc.resolve(branch, branch.node[keyword], keyword)
-            branches.append(branch)
-        group = MemberGroup(loc, rule, tuple(branches))
+            followed.append(branch)
+        group = MemberGroup(loc, rule, tuple(followed), schema)
         return group if _member_wise(group, presence) else None
 
     def _class_tree(self, base: list[Loc], met: list[Loc], failed: list[Loc], chain: tuple[str, ...],
@@ -1534,17 +1547,16 @@ def _dependency_positions(spec: Spec, where: dict[str, int]) -> list[_Dependency
 
 
 def _presence_names(spec: Spec) -> list[str]:
-    """The names the member groups involve, in one order that keeps each branch's own
-    (its properties, then its other required names) where they agree (``merge_orders``):
-    ``then: {"properties": {"settings": ...}}`` in one conditional and ``then:
-    {"properties": {"seed": ..., "settings": ...}}`` in the next write ``seed`` first,
-    as the second branch lists them (JsonSchemaStore minecraft-dimension)."""
-    orders = []
-    for group in spec.presence:
-        for branch in group.nodes:
-            listed = list(branch.get("properties", {}))
-            orders.append(listed + [name for name in branch.get("required", []) if name not in listed])
-    return merge_orders(orders)
+    """The names the member groups involve: their branches' properties in one order that
+    keeps each branch's own where they agree (``merge_orders``: ``then: {"properties":
+    {"settings": ...}}`` in one conditional and ``then: {"properties": {"seed": ...,
+    "settings": ...}}`` in the next write ``seed`` first, as the second branch lists
+    them; JsonSchemaStore minecraft-dimension), then names only required, as a merged
+    record lists required names after its properties."""
+    nodes = [branch for group in spec.presence for branch in group.nodes]
+    listed = merge_orders([list(branch.get("properties", {})) for branch in nodes])
+    return listed + [name for name in dict.fromkeys(n for branch in nodes for n in branch.get("required", []))
+                     if name not in listed]
 
 
 def _presence_positions(spec: Spec, where: dict[str, int]) -> list[_Presence]:
@@ -1607,7 +1619,8 @@ def _constraint_kinds(presence: list[MemberGroup]) -> dict[str, list[tuple[Loc, 
 #: Keywords a member-wise branch may hold (see :func:`_member_wise`).
 _MEMBER_WISE_KEYWORDS = frozenset(("properties", "required", "type")) | ANNOTATION_KEYWORDS
 #: Distinct constraints on one member that a group may add: its values split into up to
-#: 2**k classes, except constants, which exclude each other (k + 1 classes).
+#: 2**k classes, except constants and enums, which split them by value (one class per
+#: value and one for the rest).
 MAX_MEMBER_CONSTRAINTS = 3
 MAX_CONSTANT_CONSTRAINTS = 16
 
@@ -1616,7 +1629,7 @@ def _member_wise(group: MemberGroup, presence: list[MemberGroup]) -> bool:
     """Whether a group only constrains members: every branch an object schema of
     ``properties`` and ``required`` alone (``type: "object"`` at most), and no member
     constrained in more ways, by it and the groups already moved (``presence``), than
-    :data:`MAX_MEMBER_CONSTRAINTS` (or :data:`MAX_CONSTANT_CONSTRAINTS` constants)."""
+    :data:`MAX_MEMBER_CONSTRAINTS` (or :func:`_few_constants`)."""
     branches = group.nodes
     for branch in branches:
         if not isinstance(branch, dict) or not set(branch) <= _MEMBER_WISE_KEYWORDS:
@@ -1630,11 +1643,22 @@ def _member_wise(group: MemberGroup, presence: list[MemberGroup]) -> bool:
     if not any(_constrained_names(b) or b.get("required") for b in branches):
         return False
     for kinds in _constraint_kinds(presence + [group]).values():
-        constants = all(isinstance(loc.node, dict) and set(loc.node) - ANNOTATION_KEYWORDS <= {"const"}
-                        and "const" in loc.node for loc, _ in kinds)
-        if len(kinds) > (MAX_CONSTANT_CONSTRAINTS if constants else MAX_MEMBER_CONSTRAINTS):
+        if len(kinds) > MAX_MEMBER_CONSTRAINTS and not _few_constants([loc.node for loc, _ in kinds]):
             return False
     return True
+
+
+def _few_constants(nodes: list[Any]) -> bool:
+    """Whether member constraints are all ``const``/``enum`` lists, at most
+    :data:`MAX_CONSTANT_CONSTRAINTS` of them over at most as many distinct values: their
+    classes are then at most one per value and one for the rest."""
+    values: set[str] = set()
+    for node in nodes:
+        if not isinstance(node, dict) or not set(node) - ANNOTATION_KEYWORDS <= {"const", "enum"} or not (
+                "const" in node or isinstance(node.get("enum"), list)):
+            return False
+        values.update(json.dumps(v, sort_keys=True) for v in ([node["const"]] if "const" in node else node["enum"]))
+    return len(nodes) <= MAX_CONSTANT_CONSTRAINTS and len(values) <= MAX_CONSTANT_CONSTRAINTS
 
 
 def _with_member_group(spec: Spec, group: MemberGroup) -> Spec:

@@ -589,6 +589,9 @@ class MemberGroup:
     loc: Loc
     rule: str
     branches: tuple[Loc | None, ...]
+    #: The schema the group stands for where it is not ``loc``'s own keywords (a
+    #: dependency on a schema: ``{"dependentSchemas": {key: schema}}``).
+    schema: Any = None
 
     @property
     def nodes(self) -> list[dict]:
@@ -598,6 +601,8 @@ class MemberGroup:
     @property
     def check(self) -> dict:
         """The schema the group stands for (what an enum candidate must still pass)."""
+        if self.schema is not None:
+            return self.schema
         if self.rule == "if":
             return {key: self.loc.node[key] for key in ("if", "then", "else") if key in self.loc.node}
         return {self.rule: self.loc.node}
