@@ -1718,10 +1718,10 @@ def _with_presence_groups(spec: Spec) -> Spec:
                 kept.append(group)
     if not moved:
         return spec
-    types = spec.types
-    if any(group.rule == "oneOf" and len(group.branches) > 1 for group in moved):
-        types = frozenset({"object"}) & (types if types is not None else _ALL_TYPES)
-    return spec.without(any_of=any_of, one_of=one_of, presence=spec.presence + moved, types=types)
+    spec = spec.without(any_of=any_of, one_of=one_of)
+    for group in moved:
+        spec = _with_member_group(spec, group)
+    return spec
 
 
 def _any_order_graph(members, extras, min_props: int, max_props: int | None, layout: Layout,

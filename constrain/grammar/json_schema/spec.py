@@ -21,9 +21,8 @@ from typing import Any
 from .content import JSON_MEDIA_TYPE
 from .document import Loc, SchemaDocument
 
-__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order", "place_branch", "group_branches",
-           "MemberGroup",
-           "ref_keyword", "Slots", "NO_SLOTS", "TYPES", "ANNOTATION_KEYWORDS"]
+__all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order", "place_branch",
+           "group_branches", "MemberGroup", "ref_keyword", "Slots", "NO_SLOTS", "TYPES", "ANNOTATION_KEYWORDS"]
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 ANNOTATION_KEYWORDS = {
