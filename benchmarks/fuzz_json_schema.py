@@ -84,6 +84,8 @@ class Generator:
             lambda: {"type": "object", "dependentRequired": {"a": ["b"]}},
             lambda: {"type": "object", "dependentSchemas": {"a": {"required": ["c"]}}},
             lambda: {"type": "array", "uniqueItems": True, "items": {"enum": [1, 2, "a"]}},
+            lambda: {"type": "array", "uniqueItems": True, "items": {"type": "string", **rng.choice(
+                [{}, {"maxLength": 1}, {"pattern": rng.choice(PATTERNS)}, {"enum": list("abcdefghij")}])}},
             lambda: {"type": "integer", "multipleOf": rng.choice([2, 3])},
             lambda: {"type": "string", "format": rng.choice(["date", "ipv4", "email", "uuid"])},
             lambda: {"type": "object", "properties": {"a": {"type": "integer"}}, "unevaluatedProperties": False},
@@ -188,15 +190,16 @@ def _compile(schema: dict, seconds: int):
     _Alarm.fired = False
     signal.alarm(seconds)
     try:
-        return schema_to_dfa(schema, JsonSchemaOptions()).automaton
+        try:
+            return schema_to_dfa(schema, JsonSchemaOptions()).automaton
+        finally:  # a signal that lands in numba code is handled on the way out: maybe here
+            signal.alarm(0)
     except (SchemaError, RegexError, _Timeout):
         return None
     except SystemError:
         if _Alarm.fired:
             return None
         raise
-    finally:
-        signal.alarm(0)
 
 
 def _sound(dfa, schema, values, validator) -> list[str]:

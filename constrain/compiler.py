@@ -18,6 +18,7 @@ import numpy as np
 from .automata.byte_dfa import ByteDFA, regex_to_dfa
 from .automata.cache import DiskCache, content_key, default_cache
 from .automata.pushdown import TokenPDA
+from .automata.unique_items import UniqueItemsTokenPDA
 from .automata.token_dfa import TokenDFA
 from .automata.token_trie import token_trie_for
 from .vocab import TokenizerInfo
@@ -272,9 +273,9 @@ class Compiler:
         key = ("json_schema", text, options)
         compiled = self._memory_get(key)
         if compiled is None:
-            disk_key = content_key("json-schema-dfa-5", text, repr(options))
+            disk_key = content_key("json-schema-dfa-6", text, repr(options))
             stored = self._disk.load("dfa", disk_key)
-            if stored is not None and {"trans", "accepting", "start", "notes", "counted"} <= stored.keys():
+            if stored is not None and {"trans", "accepting", "start", "notes", "counted", "unique"} <= stored.keys():
                 language = _stored_language(stored)
             else:
                 language = schema_to_dfa(value, options, resources)
@@ -283,7 +284,11 @@ class Compiler:
                 engine: Any = TokenDFA(language.dfa, self.tokenizer_info, self._disk)
             else:
                 margin = token_trie_for(self.tokenizer_info, self._disk).max_depth
-                engine = TokenPDA(language.pushdown(margin), self.tokenizer_info, self._disk)
+                if language.unique:
+                    engine = UniqueItemsTokenPDA(language.pushdown(margin), self.tokenizer_info, self._disk,
+                                                 language.unique)
+                else:
+                    engine = TokenPDA(language.pushdown(margin), self.tokenizer_info, self._disk)
             notes = tuple(language.notes)
             compiled = self._memory_put(key, CompiledGrammar(self.tokenizer_info, "json_schema", value, engine, notes))
         return compiled
@@ -352,6 +357,7 @@ def _language_arrays(language) -> dict[str, np.ndarray]:
     if language.counted_symbols is not None:
         arrays["counted_symbols"] = np.asarray(language.counted_symbols, dtype=np.int32)
     arrays["notes"] = np.frombuffer(json.dumps(language.notes).encode(), dtype=np.uint8)
+    arrays["unique"] = np.asarray(sorted(language.unique.items()), dtype=np.int64).reshape(-1, 2)
     return arrays
 
 
@@ -369,7 +375,8 @@ def _stored_language(stored: Mapping[str, np.ndarray]):
         _stored_dfa(stored, "callee_") if "callee_trans" in stored else None,
         tuple(CountedString.from_json(c) for c in json.loads(bytes(stored["counted"]).decode())),
         {symbol: _stored_dfa(stored, f"recursive{symbol}_") for symbol in symbols},
-        tuple(stored["counted_symbols"].tolist()) if "counted_symbols" in stored else None)
+        tuple(stored["counted_symbols"].tolist()) if "counted_symbols" in stored else None,
+        {int(symbol): int(values) for symbol, values in stored["unique"].tolist()})
 
 
 def _stored_dfa(stored: Mapping[str, np.ndarray], prefix: str) -> ByteDFA:

@@ -283,6 +283,8 @@ class PushdownDFA:
             raise ValueError(f"the DFA calls symbols no callee stands for: {', '.join(unknown)}")
         #: call_ret[s, c]: where the text goes on after a value of callee c called at s (-1: no call).
         self.call_ret = np.ascontiguousarray(on_symbols[:, [CALL_SYMBOLS.index(symbol) for symbol in symbols]])
+        #: The table rows ``[lo, hi)`` of each callee, by its symbol.
+        self.blocks = {symbol: (offsets[k + 1], offsets[k + 2]) for k, symbol in enumerate(symbols)}
         #: The start state of each callee, by column of ``call_ret``.
         self.callee_starts = np.array([off + b.start for b, off in zip(blocks[1:], offsets[1:-1])], dtype=np.int32)
         #: >= 0 where a state calls some callee (the guard of the trie walks).
@@ -403,6 +405,10 @@ class TokenPDA(EngineBase):
     def __init__(self, automaton: PushdownDFA, info, disk: DiskCache | None = None) -> None:
         super().__init__(info, disk)
         self.automaton = automaton
+        #: What reads the matcher's states (``start``, ``walk``, ``is_accepting``): the
+        #: automaton itself, or a reader that keeps more beside its configurations
+        #: (:class:`~.unique_items.UniqueItemsAutomaton`).
+        self.reader = automaton
         longest = self.trie.max_depth
         for counted in automaton.counted:
             if counted.margin < longest:
@@ -429,19 +435,19 @@ class TokenPDA(EngineBase):
     # -- matcher protocol ------------------------------------------------------
     @property
     def initial_state(self) -> tuple:
-        return self.automaton.start
+        return self.reader.start
 
     def is_accepting(self, state: tuple) -> bool:
-        return self.automaton.is_accepting(state)
+        return self.reader.is_accepting(state)
 
     def advance_bytes(self, state: tuple, data: bytes) -> tuple | None:
-        return self.automaton.walk(state, data)
+        return self.reader.walk(state, data)
 
     def advance_token(self, state: tuple, token_id: int) -> tuple | None:
         """State after a non-EOS token, or None when the token is not allowed there."""
         if not self.is_matchable(token_id):
             return None
-        return self.automaton.walk(state, self._token_bytes[token_id])
+        return self.reader.walk(state, self._token_bytes[token_id])
 
     def mask_words(self, state: tuple) -> np.ndarray:
         """The packed uint32 mask of ``state`` (EOS bits included when accepting); do not modify."""
@@ -453,7 +459,7 @@ class TokenPDA(EngineBase):
                 row = self._config_row(state[0])
             else:
                 row = np.bitwise_or.reduce([self._config_row(c) for c in state])
-            if self.is_accepting(state):
+            if self.automaton.is_accepting(state):
                 row = row | self._eos_words
             row = self._rows.setdefault(state, row)
         return row

@@ -17,6 +17,7 @@ import numpy as np
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa, _live_states
 from ...automata.dfa_ops import bound_runs, dfa_from_table, has_any_suffix
 from ...automata.pushdown import CALL, COUNTED_SYMBOLS, PushdownDFA, called_symbols, inline_calls
+from ...automata.unique_items import UniqueItemsAutomaton
 from ...errors import RegexError, SchemaError
 from .document import SchemaDocument, load_schema
 from .emit import WHITESPACE_MODES, WS_BYTES, Layout, SchemaEmitter, any_value_callee, largest_parts
@@ -78,15 +79,23 @@ class SchemaLanguage:
     recursive: Mapping[int, ByteDFA] = field(default_factory=dict)
     #: The symbol that calls each of ``counted`` (None: ``COUNTED_SYMBOLS[j]`` for entry j).
     counted_symbols: tuple[int, ...] | None = None
+    #: The symbols of ``recursive`` whose callees are arrays of distinct strings, with
+    #: how many strings their items take (:func:`~constrain.automata.unique_items.string_values`):
+    #: the matcher keeps their items distinct (:mod:`constrain.automata.unique_items`).
+    unique: Mapping[int, int] = field(default_factory=dict)
 
     @property
     def is_regular(self) -> bool:
         return self.callee is None and not self.counted and not self.recursive
 
     @property
-    def automaton(self) -> ByteDFA | PushdownDFA:
-        """What reads the texts (``matches``, ``is_prefix``): ``dfa``, or ``dfa`` with its calls."""
-        return self.dfa if self.is_regular else self.pushdown(BYTE_MARGIN)
+    def automaton(self) -> ByteDFA | PushdownDFA | UniqueItemsAutomaton:
+        """What reads the texts (``matches``, ``is_prefix``): ``dfa``, or ``dfa`` with its calls
+        (and with its arrays' items kept distinct)."""
+        if self.is_regular:
+            return self.dfa
+        pda = self.pushdown(BYTE_MARGIN)
+        return UniqueItemsAutomaton(pda, self.unique) if self.unique else pda
 
     def pushdown(self, margin: int) -> PushdownDFA:
         """``dfa`` with its calls, counted loops exact for tokens of up to ``margin`` bytes."""
@@ -191,7 +200,8 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
     callee = _bounded_callee(options.whitespace, options.max_whitespace) if CALL in used else None
     if options.whitespace == "flexible":
         dfa, *bodies = (bound_runs(d, structural_loops(d), WS_BYTES, options.max_whitespace) for d in [dfa, *bodies])
-    return SchemaLanguage(dfa, emitter.notes, callee, counted, dict(zip(symbols, bodies)), counted_symbols)
+    unique = {symbol: values for symbol, values in emitter.unique_symbols.items() if symbol in symbols}
+    return SchemaLanguage(dfa, emitter.notes, callee, counted, dict(zip(symbols, bodies)), counted_symbols, unique)
 
 
 def _productive(dfa: ByteDFA, recursive: Mapping[int, ByteDFA]) -> tuple[ByteDFA, dict[int, ByteDFA]] | None:

@@ -29,6 +29,7 @@ from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import (any_suffix_marker, difference, has_any_suffix, intersect, union, widen_any_suffix,
                                   without_words)
 from ...automata.pushdown import CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, call_marker, called_symbols, expand_calls, has_calls
+from ...automata.unique_items import GOES_ON, string_values
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
 from .content import is_json_text, json_text_callee, json_text_dfa, json_text_string
@@ -147,6 +148,9 @@ class SchemaEmitter:
         self._callee_symbols: dict[tuple[str, ...], int | None] = {}
         #: The callees built (recursive and shared definitions), by call symbol (see _build_callee).
         self.callees: dict[int, ByteDFA] = {}
+        #: The callees that are arrays of distinct strings, with how many strings their
+        #: items take (see :meth:`_unique_strings_call`).
+        self.unique_symbols: dict[int, int] = {}
 
     # -- entry points -------------------------------------------------------------
     def root(self) -> RegexNode:
@@ -295,7 +299,9 @@ class SchemaEmitter:
             return
         for later in list(self._callee_symbols)[position:]:
             if self._callee_symbols[later] not in (None, _NO_VALUE):  # decided ones stay: not built again
-                self.callees.pop(self._callee_symbols.pop(later), None)
+                symbol = self._callee_symbols.pop(later)
+                self.callees.pop(symbol, None)
+                self.unique_symbols.pop(symbol, None)
         for memo_key in set(self._recursive_memo) - memo_before:
             del self._recursive_memo[memo_key]
         self._callee_symbols[key] = _NO_VALUE if tree is NOTHING else None  # NOTHING: whatever the recursion
@@ -889,11 +895,14 @@ class SchemaEmitter:
                 rest_locs = list(spec.unevaluated_items)  # items past every prefix are the unevaluated ones
         if spec.unique_items is not None and (spec.max_items is None or spec.max_items > 1):
             distinct = self._distinct_items_tree(spec, rest_locs, chain)
+            if distinct is None:
+                distinct = self._unique_strings_call(spec, rest_locs, chain)
             if distinct is not None:
                 return distinct
             self._unenforced(spec.unique_items, "uniqueItems", "no regular language keeps items distinct, unless "
                              f"they take at most {MAX_DISTINCT_VALUES} values, each in a few spellings, and there "
-                             "is no contains")
+                             "is no contains; the matcher keeps them distinct for items that are all strings, with no "
+                             "prefixItems, where a call may stand)")
         if spec.contains:
             if len(spec.contains) > 1:
                 self._unenforced(spec.contains[1][0], "contains", "only one contains per array is supported")
@@ -933,6 +942,48 @@ class SchemaEmitter:
             return None
         graph = _distinct_items_graph(positions, spec.min_items, spec.max_items, self.layout)
         return seq(self.layout.opening("["), graph, self.layout.closing("]"))  # NOTHING when no array fits
+
+    def _unique_strings_call(self, spec: Spec, rest_locs: list[Loc], chain: tuple[str, ...]) -> RegexNode | None:
+        """An array of distinct strings as a call into a callee of its own, whose items the
+        matcher keeps distinct (:mod:`constrain.automata.unique_items`; the symbol goes
+        into :attr:`unique_symbols`).
+
+        None where that is not exact: ``contains`` or ``prefixItems``, items that are not
+        all strings (:func:`string_values`; numbers and objects have many texts per
+        value), fewer strings than ``minItems``, or where no call may stand (a
+        product's operand, ``max_any_depth``, no symbol left).
+        """
+        slots = spec.slots.items or NO_SLOTS
+        if spec.contains or spec.prefix_items or not self._shareable(slots):
+            return None
+        key = ("unique", str(spec.min_items), str(spec.max_items)) + self._callee_key(rest_locs)
+        if key in self._callee_symbols:
+            return self._call_of(key)
+        item = self._inline_definitions(self._dfa(self.value_of(rest_locs, chain, slots)))
+        values = None if item is None else string_values(item)
+        too_few = values is not None and values != GOES_ON and values < spec.min_items
+        if values is None or too_few or not self._spare_symbols():
+            return None
+        graph = _items_graph([], Automaton(item), spec.min_items, spec.max_items, None, self.layout)
+        array = self._dfa(seq(self.layout.opening("["), graph, self.layout.closing("]")))
+        if array is None or not _callable(array):
+            return None
+        symbol = self._callee_symbols[key] = self._free_callee_symbol()
+        self.callees[symbol] = array
+        self.unique_symbols[symbol] = values
+        self.sizes.append(((spec.unique_items.pointer or "#"), array.num_states))
+        return Automaton(call_marker(symbol))
+
+    def _inline_definitions(self, dfa: ByteDFA | None) -> ByteDFA | None:
+        """``dfa`` with its calls into shared definitions' callees replaced by copies of
+        them, where those make no calls themselves (a string definition many items
+        reference: ``{"$ref": "#/definitions/nonEmptyString"}``); else as it is."""
+        if dfa is None:
+            return None
+        symbols = called_symbols(dfa)
+        if not symbols or not symbols <= self.callees.keys() or any(has_calls(self.callees[s]) for s in symbols):
+            return dfa
+        return expand_calls(dfa, {s: self.callees[s] for s in symbols})
 
     def _repeated_items(self, locs: list[Loc], chain: tuple[str, ...], slots: Slots, max_items: int | None) -> RegexNode:
         """The value of an array's rest items: a callee when ``maxItems`` would copy a large

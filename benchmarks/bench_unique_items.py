@@ -1,0 +1,108 @@
+"""What keeping ``uniqueItems`` over strings costs per token: mask and step, side by side.
+
+For each JSONSchemaBench schema in ``--ids`` (by default the ones refused for
+``uniqueItems`` before the matcher kept string items distinct) that now compiles with
+such arrays, the same schema with every ``uniqueItems`` removed is compiled too, and
+each valid instance is forced through both matchers in turn (the Llama-3 tokenizer,
+``json.dumps(ensure_ascii=False)``), timing the mask and the step at every token.
+Reports medians and p99 of both and their ratios.
+
+Usage::
+
+    python benchmarks/bench_unique_items.py [--ids benchmarks/unique_strings_schemas.txt] [--out unique.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import data_dir, percentile, progress, write_json  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+
+def _without_unique(node):
+    """``node`` with every ``uniqueItems`` keyword removed (a schema walked as JSON)."""
+    if isinstance(node, dict):
+        return {k: _without_unique(v) for k, v in node.items() if k != "uniqueItems"}
+    if isinstance(node, list):
+        return [_without_unique(v) for v in node]
+    return node
+
+
+def _step_times(matcher, ids: list[int]) -> list[tuple[float, float]]:
+    """(mask µs, step µs) per token, up to the first token refused."""
+    out = []
+    for token in ids:
+        start = time.perf_counter()
+        words = matcher.next_token_mask_words()
+        middle = time.perf_counter()
+        if not (int(words[token >> 5]) >> (token & 31)) & 1 or not matcher.accept_token(token):
+            break
+        out.append(((middle - start) * 1e6, (time.perf_counter() - middle) * 1e6))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ids", type=Path, default=HERE / "unique_strings_schemas.txt")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+
+    from constrain import Compiler, Matcher, SchemaError
+    from constrain.automata.unique_items import UniqueItemsTokenPDA
+    from constrain.bench.data import load_jsonschemabench
+    from constrain.bench.maskbench import load_tokenizer
+    from constrain.vocab import TokenizerInfo
+
+    wanted = {line.strip() for line in args.ids.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    tokenizer = load_tokenizer(None, data_dir())
+    info = TokenizerInfo.from_huggingface(tokenizer)
+    cases = [c for c in load_jsonschemabench(data_dir()) if c.id in wanted]
+    times = {"unique": [], "plain": []}
+    used = 0
+    for index, case in enumerate(cases):
+        progress(f"{index + 1}/{len(cases)} {case.id}")
+        try:
+            exact = Compiler(info, cache_dir=False).compile_json_schema(case.schema)
+            plain = Compiler(info, cache_dir=False).compile_json_schema(_without_unique(case.schema))
+        except SchemaError:
+            continue
+        if not isinstance(exact.engine, UniqueItemsTokenPDA):
+            continue
+        used += 1
+        for instance in (i for i in case.instances if i.valid):
+            ids = tokenizer.encode(json.dumps(instance.data, ensure_ascii=False), add_special_tokens=False)
+            pairs = [_step_times(Matcher(compiled), ids) for compiled in (exact, plain)]
+            steps = min(map(len, pairs))  # the same tokens on both sides
+            times["unique"] += pairs[0][:steps]
+            times["plain"] += pairs[1][:steps]
+    report = {"schemas": used, "steps": len(times["unique"])}
+    for side, pairs in times.items():
+        for k, name in enumerate(("mask", "step")):
+            values = [p[k] for p in pairs]
+            report[f"{side}_{name}_p50_us"] = percentile(values, 50)
+            report[f"{side}_{name}_p99_us"] = percentile(values, 99)
+    for name in ("mask", "step"):
+        for q in ("p50", "p99"):
+            report[f"{name}_{q}_ratio"] = report[f"unique_{name}_{q}_us"] / report[f"plain_{name}_{q}_us"]
+    print(f"{used} schemas, {report['steps']:,} tokens (both sides)")
+    print("| side | mask p50 µs | mask p99 µs | step p50 µs | step p99 µs |\n|:---|---:|---:|---:|---:|")
+    for side in times:
+        print(f"| {side} | " + " | ".join(f"{report[f'{side}_{n}_{q}_us']:.1f}" for n in ("mask", "step")
+                                         for q in ("p50", "p99")) + " |")
+    print("ratios (unique / plain): " + ", ".join(f"{n} {q} {report[f'{n}_{q}_ratio']:.2f}×"
+                                                 for n in ("mask", "step") for q in ("p50", "p99")))
+    if args.out:
+        write_json(args.out, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

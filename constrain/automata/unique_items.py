@@ -1,0 +1,515 @@
+"""``uniqueItems`` over arrays of strings, kept in the matcher's state.
+
+No regular (or context-free) language keeps an unbounded list of strings distinct, so
+such an array is a callee of its own (:class:`~.pushdown.PushdownDFA` keeps which
+block each configuration is in) and the set of items written lives next to the
+configurations, as a counted string's count does.  What makes that exact and cheap:
+
+* *The set is textual.*  Whichever configuration reads it, "the strings written
+  directly in the innermost open array" is a function of the text alone (JSON nests
+  one way, and the language spells each string one way), so one tracker serves
+  every configuration of an ambiguous state; only the configurations inside a unique
+  array's block are bound by it.
+* *Few bytes can fail.*  A configuration dies on the quote that closes a string
+  already written; on a comma once every value the items can take is written; and
+  inside a string, once every way to finish it gives a string already written.  The
+  last needs a look (:meth:`UniqueItemsAutomaton._can_finish`) only where the
+  string's rest is finite (``pattern: "^\\d+x$"`` after ``1x``, an enum): strings that
+  go on from every point inside (:func:`string_values` says -1) never need it.
+* *Masks are the pushdown automaton's rows* (memoised by configuration, as before)
+  less the tokens whose simulation kills every configuration, and only tokens that
+  could kill are simulated: those whose bytes close or begin a string written
+  before, looked up by the written strings (:class:`_QuoteIndex`).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Mapping, NamedTuple
+
+import numpy as np
+
+from .byte_dfa import ByteDFA
+from .pushdown import CALL_SYMBOLS, PushdownDFA, TokenPDA
+
+__all__ = ["string_values", "GOES_ON", "MANY_VALUES", "UniqueItemsAutomaton", "UniqueItemsTokenPDA"]
+
+_QUOTE, _BACKSLASH, _COMMA = ord('"'), ord("\\"), ord(",")
+_OPEN_ARRAY, _OPEN_OBJECT, _CLOSERS = ord("["), ord("{"), frozenset(b"]}")
+
+
+#: :func:`string_values` of strings that go on from every point inside them.
+GOES_ON = -1
+#: :func:`string_values` caps its count here (and says so for infinitely many strings
+#: with a finite rest somewhere).
+MANY_VALUES = 1 << 62
+
+
+def string_values(item: ByteDFA) -> int | None:
+    """How many strings ``item`` reads, for keeping them distinct: :data:`GOES_ON` when
+    from every point inside a string some continuation loops (no unfinished string
+    then has only finitely many completions); else their number, capped at
+    :data:`MANY_VALUES`.  None when ``item`` reads anything but JSON strings, or calls.
+
+    Walks the pairs (state, just after a backslash) inside the string; the closing
+    quote must lead to an accepting state with no moves.
+    """
+    graph = _inside_graph(item.trans, int(item.trans[item.start, _QUOTE]), item.accepting)
+    first = np.flatnonzero(item.trans[item.start] >= 0).tolist()
+    if graph is None or item.accepting[item.start] or first != [_QUOTE]:
+        return None
+    successors, closing = graph
+    if all(successors.values()):
+        return GOES_ON
+    order = _acyclic_order(successors)
+    if order is None:
+        return MANY_VALUES
+    ways: dict[tuple[int, bool], int] = {}
+    for node in reversed(order):  # successors first
+        ways[node] = min(MANY_VALUES, closing[node] + sum(ways[n] * k for n, k in successors[node].items()))
+    return ways[(int(item.trans[item.start, _QUOTE]), False)]
+
+
+def _inside_graph(trans: np.ndarray, start: int, accepting: np.ndarray | None):
+    """The pairs (state, escaped) inside a string from ``start`` (just after its opening
+    quote): ``(successors, closing)``: ``successors[node][nxt]`` how many bytes lead
+    from ``node`` to ``nxt``, ``closing[node]`` 1 where the closing quote leaves from it.  With ``accepting`` (an item's own DFA), None unless every closing
+    quote ends the item and nothing inside accepts or calls."""
+    calls = list(CALL_SYMBOLS)
+    successors: dict[tuple[int, bool], dict[tuple[int, bool], int]] = {}
+    closing: dict[tuple[int, bool], int] = {}
+    todo = [(start, False)]
+    while todo:
+        node = todo.pop()
+        if node in successors:
+            continue
+        state, escaped = node
+        row = trans[state]
+        if accepting is not None and (accepting[state] or (row[calls] >= 0).any()):
+            return None
+        nexts: dict[tuple[int, bool], int] = {}
+        closing[node] = 0
+        for byte in np.flatnonzero(row >= 0).tolist():
+            target = int(row[byte])
+            if byte == _QUOTE and not escaped:
+                if accepting is not None and (not accepting[target] or (trans[target] >= 0).any()):
+                    return None
+                closing[node] = 1
+                continue
+            key = (target, byte == _BACKSLASH and not escaped)
+            nexts[key] = nexts.get(key, 0) + 1
+        successors[node] = nexts
+        todo.extend(nexts)
+    return successors, closing
+
+
+def _acyclic_order(successors: dict) -> list | None:
+    """The nodes in topological order (None when there is a cycle)."""
+    indegree = dict.fromkeys(successors, 0)
+    for nexts in successors.values():
+        for node in nexts:
+            indegree[node] += 1
+    order = [node for node, degree in indegree.items() if degree == 0]
+    for node in order:  # grows while it is read
+        for nxt in successors[node]:
+            indegree[nxt] -= 1
+            if indegree[nxt] == 0:
+                order.append(nxt)
+    return order if len(order) == len(successors) else None
+
+
+def _looping(successors: dict) -> set:
+    """The nodes from which some path goes on forever (those left once the nodes whose
+    every successor ends are peeled off)."""
+    alive = {node: set(nexts) for node, nexts in successors.items()}
+    predecessors: dict = {node: set() for node in successors}
+    for node, nexts in successors.items():
+        for nxt in nexts:
+            predecessors[nxt].add(node)
+    ended = [node for node, nexts in alive.items() if not nexts]
+    while ended:
+        node = ended.pop()
+        for before in predecessors[node]:
+            nexts = alive[before]
+            nexts.discard(node)
+            if not nexts:
+                ended.append(before)
+        alive[node] = None
+    return {node for node, nexts in alive.items() if nexts is not None}
+
+
+class _Track(NamedTuple):
+    """What the text says about strings in arrays: the open containers (``[`` / ``{`` bytes),
+    the strings written directly in the innermost one when it is an array (None
+    otherwise, or once it holds anything but strings: no unique array's configuration
+    can be there), the string being read (None outside one) and whether its last byte
+    was an escaping backslash.  Strings are kept as written, without their quotes:
+    the language spells each string one way (``json.dumps(ensure_ascii=False)``), so
+    equal texts are equal strings."""
+
+    stack: tuple[int, ...] = ()
+    written: frozenset[bytes] | None = None
+    string: bytes | None = None
+    escaped: bool = False
+
+
+_START = _Track()
+
+
+class UniqueItemsAutomaton:
+    """A :class:`PushdownDFA` whose callees ``values`` names are arrays of distinct strings.
+
+    ``values[symbol]`` is :func:`string_values` of that array's items.  A state is
+    ``(configurations, track)``: the pushdown automaton's state and the
+    :class:`_Track` of the text.  The configurations whose current state is in one of
+    those callees are dropped where their array would repeat an item or could only
+    go on by repeating one (see the module's docstring); the others read on.
+    """
+
+    def __init__(self, pda: PushdownDFA, values: Mapping[int, int]) -> None:
+        self.pda = pda
+        block_values = np.zeros(pda.stride, dtype=np.int64)  # 0: not in a unique array
+        for symbol, count in values.items():
+            lo, hi = pda.blocks[symbol]
+            block_values[lo:hi] = count
+        self._values = block_values.tolist()
+        self._bounded = any(count != GOES_ON for count in values.values())
+        self.fewest_values = min((c for c in values.values() if c != GOES_ON), default=MANY_VALUES)
+        self._loops: dict[tuple[int, bool], bool] = {}
+
+    @property
+    def start(self) -> tuple:
+        return (self.pda.start, _START)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether some array's items have a finite rest somewhere (look-aheads may kill)."""
+        return self._bounded
+
+    def step(self, state: tuple, byte: int) -> tuple | None:
+        """The state after one byte, or None when the text left the language."""
+        configs, track = state
+        after, repeated = _tracked(track, byte)
+        pda = self.pda
+        if repeated:
+            configs = self._without(configs, lambda count: True)
+        elif byte == _COMMA and track.string is None and track.written is not None and self._bounded:
+            written = len(track.written)  # another item must come: one not written yet
+            configs = self._without(configs, lambda count: count != GOES_ON and count <= written)
+        moved = pda.step(configs, byte)
+        if moved and after.string is not None and after.written and self._bounded:
+            moved = tuple(c for c in moved if self._can_finish(c[-1], after))
+        return (moved, after) if moved else None
+
+    def _without(self, configs: tuple, dies) -> tuple:
+        """``configs`` (closed) less those in a unique array for whose value count ``dies``."""
+        values, stride = self._values, self.pda.stride
+        return tuple(c for c in self.pda.closure(configs) if not (values[c[-1] % stride] and dies(values[c[-1] % stride])))
+
+    def _can_finish(self, state: int, track: _Track) -> bool:
+        """Whether a configuration at ``state`` (inside a string, written ``track.string``
+        so far) can finish it with a string not written in the array yet."""
+        count = self._values[state % self.pda.stride]
+        if not count or count == GOES_ON:
+            return True
+        return self._fresh(state % self.pda.stride, track.string, track.escaped, track.written)
+
+    def _fresh(self, state: int, text: bytes, escaped: bool, written: frozenset[bytes]) -> bool:
+        """Some way on from ``state`` closes the string as one not in ``written`` (texts as
+        the language spells them: one per string).  Only paths along written texts
+        are followed: any other byte leads to a fresh string, since every state is
+        live."""
+        if not any(w.startswith(text) for w in written) or self._goes_on(state, escaped):
+            return True
+        row = self.pda.trans[state]
+        for byte in np.flatnonzero(row >= 0).tolist():
+            if byte == _QUOTE and not escaped:
+                if text not in written:
+                    return True
+                continue
+            longer = text + bytes((byte,))
+            if self._fresh(int(row[byte]), longer, byte == _BACKSLASH and not escaped, written):
+                return True
+        return False
+
+    def _goes_on(self, state: int, escaped: bool) -> bool:
+        """Whether from (``state``, ``escaped``) inside a string some path never closes it."""
+        key = (state, escaped)
+        found = self._loops.get(key)
+        if found is None:
+            successors, _ = _inside_graph(self.pda.trans, state, None) if not escaped else \
+                self._escaped_graph(state)
+            looping = _looping(successors)
+            for node in successors:
+                self._loops[node] = node in looping
+            found = self._loops[key]
+        return found
+
+    def _escaped_graph(self, state: int):
+        """:func:`_inside_graph` from a state just after a backslash."""
+        row = self.pda.trans[state]
+        graphs = [_inside_graph(self.pda.trans, int(row[b]), None) for b in np.flatnonzero(row >= 0).tolist()]
+        successors = {(state, True): {(int(row[b]), False): 1 for b in np.flatnonzero(row >= 0).tolist()}}
+        closing = {(state, True): 0}
+        for more, ends in graphs:
+            successors.update(more)
+            closing.update(ends)
+        return successors, closing
+
+    def walk(self, state: tuple, data: bytes) -> tuple | None:
+        for byte in data:
+            state = self.step(state, byte)
+            if state is None:
+                return None
+        return state
+
+    def is_accepting(self, state: tuple) -> bool:
+        return self.pda.is_accepting(state[0])
+
+    def matches(self, data: bytes) -> bool:
+        state = self.walk(self.start, data)
+        return state is not None and self.is_accepting(state)
+
+    def is_prefix(self, data: bytes) -> bool:
+        return self.walk(self.start, data) is not None
+
+
+def _tracked(track: _Track, byte: int) -> tuple[_Track, bool]:
+    """The track after ``byte`` and whether that byte closed a string the innermost array
+    already holds."""
+    if track.string is not None:
+        if track.escaped:
+            return track._replace(string=track.string + bytes((byte,)), escaped=False), False
+        if byte == _BACKSLASH:
+            return track._replace(string=track.string + b"\\", escaped=True), False
+        if byte != _QUOTE:
+            return track._replace(string=track.string + bytes((byte,))), False
+        written, value = track.written, track.string
+        if written is None:
+            return track._replace(string=None), False
+        return track._replace(string=None, written=written | {value}), value in written
+    if byte == _QUOTE:
+        return track._replace(string=b""), False
+    if byte == _OPEN_ARRAY:
+        return _Track(track.stack + (byte,), frozenset()), False
+    if byte == _OPEN_OBJECT:
+        return _Track(track.stack + (byte,), None), False
+    if byte in _CLOSERS:
+        return _Track(track.stack[:-1], None), False
+    return track, False
+
+
+class UniqueItemsTokenPDA(TokenPDA):
+    """Token masks of a :class:`UniqueItemsAutomaton`: the pushdown automaton's rows, less
+    the tokens whose simulation kills every configuration.
+
+    Which string a token closes, and how the string it leaves open begins, are in its
+    bytes: inside a string, the string is the text so far plus the token's bytes
+    before its first quote; outside, the bytes after its first quote.  So the tokens
+    to simulate are looked up (:class:`_QuoteIndex`) by what each written string
+    still needs; the rows stay memoised by configuration.
+    """
+
+    def __init__(self, automaton: PushdownDFA, info, disk=None, values: Mapping[int, int] | None = None) -> None:
+        super().__init__(automaton, info, disk)
+        self.unique = self.reader = UniqueItemsAutomaton(automaton, values or {})
+        self._quotes = _quote_index(info)
+        self._plain = _plain_tokens(info) if self.unique.bounded else {}
+
+    def mask_words(self, state: tuple) -> np.ndarray:
+        words = super().mask_words(state[0])
+        suspects = self._suspects(state[1], words)
+        if not suspects:
+            return words
+        words = words.copy()
+        for token in set(suspects):
+            if self.unique.walk(state, self._token_bytes[token]) is None:
+                words[token >> 5] &= ~np.uint32(1 << (token & 31))
+        return words
+
+    def _suspects(self, track: _Track, words: np.ndarray) -> list[int]:
+        """The allowed tokens that may kill a configuration (a superset: the simulation
+        decides): those closing a string written before in the innermost array, and
+        where some array's items have finite rests, those leaving a string open on a
+        written string's beginning, or writing a comma once nearly every value is
+        written."""
+        index, bounded = self._quotes, self.unique.bounded
+        if track.written is None:  # not directly in an array: only one the token opens can fail
+            return _allowed(words, index.new_array)
+        if track.string is None:
+            before, reading = b"", index.outside
+        elif track.escaped:  # the index reads from an unescaped start: simulate (a rare cut)
+            if bounded and track.written:  # any byte may finish a written string's beginning
+                return _allowed(words, _all_ids(self.num_words))
+            return _allowed(words, index.any_quote)
+        else:
+            before, reading = track.string, index.inside
+        written = track.written or frozenset()
+        suspects = []
+        for value in written:
+            if value.startswith(before):
+                suspects += _allowed(words, reading.closing.get(value[len(before):], _NONE))
+        for token in _allowed(words, reading.several_ids):
+            closed = [before + reading.several[token][0], *reading.several[token][1:]]
+            if len(set(closed)) < len(closed) or not written.isdisjoint(closed):
+                suspects.append(token)
+        if bounded:
+            suspects += self._bounded_suspects(track, before, reading, written, words)
+        return suspects
+
+    def _bounded_suspects(self, track: _Track, before: bytes, reading: "_Reading", written: frozenset[bytes],
+                          words: np.ndarray) -> list[int]:
+        """Tokens that may leave a string open where every way to finish it is written, or
+        write a comma when no value may be left."""
+        index = self._quotes
+        suspects = []
+        if len(written) + index.most_closed >= self.unique.fewest_values:
+            suspects += _allowed(words, index.commas)
+        for value in written:
+            if track.string is not None and value.startswith(before):
+                rest = value[len(before):]
+                for k in range(1, min(len(rest), self.trie.max_depth) + 1):
+                    hit = self._plain.get(rest[:k])
+                    if hit:
+                        suspects += _allowed(words, _ids(hit))
+            for k in range(len(value) + 1):
+                suspects += _allowed(words, reading.opening.get(value[:k], _NONE))
+        for token in _allowed(words, reading.reopening_ids):
+            closed, tail = reading.reopening[token]
+            texts = written.union(before + closed[0] if i == 0 else closed[i] for i in range(len(closed)))
+            if any(text.startswith(tail) for text in texts):
+                suspects.append(token)
+        return suspects
+
+    def forced_bytes(self, state: tuple) -> bytes:
+        data = super().forced_bytes(state[0])
+        while data and self.unique.walk(state, data) is None:  # forced bytes must stay viable here too
+            data = data[:-1]
+        return data
+
+
+class _Reading(NamedTuple):
+    """How a vocabulary's tokens with quotes read from one context (inside a string, or
+    outside one).  Strings are raw bytes without quotes; inside, a token's first
+    string closed is only what follows the text so far.
+
+    ``closing[v]``: the tokens that close exactly one string, ``v``; ``several[token]``:
+    the strings closed by a token closing more (``several_ids``: their ids);
+    ``opening[t]``: the tokens that close nothing and end inside a string they opened
+    with ``t``; ``reopening[token]``: (the strings closed, the open tail) for tokens
+    that close some and end inside one they opened (``reopening_ids``)."""
+
+    closing: dict[bytes, np.ndarray]
+    several: dict[int, tuple[bytes, ...]]
+    several_ids: np.ndarray
+    opening: dict[bytes, np.ndarray]
+    reopening: dict[int, tuple[tuple[bytes, ...], bytes]]
+    reopening_ids: np.ndarray
+
+
+class _QuoteIndex(NamedTuple):
+    """A vocabulary's tokens by their quotes (:class:`_Reading` per context), the tokens
+    with a quote (``any_quote``) or a comma (``commas``), the most strings one token
+    closes (``most_closed``), and the tokens that open an array and then hold three quotes or more, enough to
+    close a string and begin or close another in it (``new_array``)."""
+
+    inside: _Reading
+    outside: _Reading
+    any_quote: np.ndarray
+    commas: np.ndarray
+    most_closed: int
+    new_array: np.ndarray
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+_QUOTE_INDEXES: dict[str, _QuoteIndex] = {}
+
+
+def _quote_index(info) -> _QuoteIndex:
+    """The :class:`_QuoteIndex` of ``info``'s vocabulary (built once per vocabulary)."""
+    found = _QUOTE_INDEXES.get(info.hash)
+    if found is None:
+        tokens = [(token, data) for token, data in enumerate(info.token_bytes) if b'"' in data]
+        inside, outside = _reading(tokens, True), _reading(tokens, False)
+        most = max((data.count(b'"') for _, data in tokens), default=0)
+        found = _QuoteIndex(inside, outside, _ids([t for t, _ in tokens]),
+                            _ids([t for t, data in enumerate(info.token_bytes) if b"," in data]), (most + 1) // 2,
+                            _ids([t for t, data in tokens if b"[" in data and data[data.index(b"["):].count(b'"') >= 3]))
+        _QUOTE_INDEXES[info.hash] = found
+    return found
+
+
+_PLAIN_TOKENS: dict[str, dict[bytes, list[int]]] = {}
+
+
+def _plain_tokens(info) -> dict[bytes, list[int]]:
+    """The tokens without a quote by their bytes (what can go on inside a string), built
+    once per vocabulary and only for arrays whose items have finite rests."""
+    found = _PLAIN_TOKENS.get(info.hash)
+    if found is None:
+        plain: dict[bytes, list[int]] = {}
+        for token, data in enumerate(info.token_bytes):
+            if data and b'"' not in data:
+                plain.setdefault(data, []).append(token)
+        found = _PLAIN_TOKENS[info.hash] = plain
+    return found
+
+
+def _reading(tokens: list[tuple[int, bytes]], inside: bool) -> _Reading:
+    closing: dict[bytes, list[int]] = {}
+    opening: dict[bytes, list[int]] = {}
+    several: dict[int, tuple[bytes, ...]] = {}
+    reopening: dict[int, tuple[tuple[bytes, ...], bytes]] = {}
+    for token, data in tokens:
+        closed, tail = _strings_closed(data, inside)
+        if tail is not None:
+            if closed:
+                reopening[token] = (tuple(closed), tail)
+            else:
+                opening.setdefault(tail, []).append(token)
+        if len(closed) == 1:
+            closing.setdefault(closed[0], []).append(token)
+        elif len(closed) > 1:
+            several[token] = tuple(closed)
+    return _Reading({v: _ids(ids) for v, ids in closing.items()}, several, _ids(list(several)),
+                    {t: _ids(ids) for t, ids in opening.items()}, reopening, _ids(list(reopening)))
+
+
+def _strings_closed(data: bytes, inside: bool) -> tuple[list[bytes], bytes | None]:
+    """The strings ``data`` closes (raw, without quotes), read from inside a string (the
+    first is then only what follows the text so far) or outside one, and the string it
+    leaves open if it opened one (None otherwise, or when it stays in the string it
+    began in)."""
+    closed: list[bytes] = []
+    current = bytearray() if inside else None
+    opened = False
+    escaped = False
+    for byte in data:
+        if current is None:
+            if byte == _QUOTE:
+                current, opened = bytearray(), True
+            continue
+        if byte == _QUOTE and not escaped:
+            closed.append(bytes(current))
+            current = None
+            continue
+        current.append(byte)
+        escaped = byte == _BACKSLASH and not escaped
+    return closed, (bytes(current) if current is not None and opened else None)
+
+
+def _ids(tokens: list[int]) -> np.ndarray:
+    return np.asarray(tokens, dtype=np.int64)
+
+
+@lru_cache(maxsize=8)
+def _all_ids(num_words: int) -> np.ndarray:
+    return np.arange(num_words * 32, dtype=np.int64)
+
+
+def _allowed(words: np.ndarray, tokens: np.ndarray) -> list[int]:
+    """Those of ``tokens`` whose bits are set in the packed mask ``words``."""
+    if not len(tokens):
+        return []
+    bits = (words[tokens >> 5] >> (tokens & 31).astype(np.uint32)) & 1
+    return tokens[bits.astype(bool)].tolist()

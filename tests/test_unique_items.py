@@ -1,0 +1,197 @@
+"""``uniqueItems`` over strings that can always go on: kept distinct by the matcher.
+
+Texts are judged against ``jsonschema`` (arrays of up to four items from a pool with
+strings ``json.dumps`` escapes), masks against a brute-force oracle over
+the whole Llama-3 vocabulary: the array's structure by the ``regex`` module's
+partial matching, the distinct items by decoding the strings the prefix completes
+(independent of the matcher's textual tracker).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import jsonschema
+import pytest
+
+from constrain import Compiler, Matcher, SchemaError
+from constrain.automata.unique_items import GOES_ON, MANY_VALUES, UniqueItemsTokenPDA, string_values
+from constrain.automata.byte_dfa import regex_to_dfa
+from constrain.grammar.json_schema import JsonSchemaOptions, schema_to_dfa
+from constrain.testing import RegexOracle, check_masks_along_random_walk
+
+TAGS = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+
+SCHEMAS = {
+    "strings": TAGS,
+    "bounded": {**TAGS, "minItems": 2, "maxItems": 3},
+    "minLength": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True},
+    "pattern": {"type": "array", "items": {"type": "string", "pattern": "^[a-c]+$"}, "uniqueItems": True},
+    "in objects": {"type": "object", "properties": {
+        "tags": TAGS, "more": {"type": "array", "items": {"type": "object", "properties": {"tags": TAGS}}}}},
+    "shared definition": {"$defs": {"tags": TAGS}, "type": "object",
+                          "properties": {"a": {"$ref": "#/$defs/tags"}, "b": {"$ref": "#/$defs/tags"}}},
+    # Either branch may read the array: a repeat is refused by one branch only.
+    "anyOf with a plain array": {"anyOf": [TAGS, {"type": "array", "items": {"type": "string", "maxLength": 1}}]},
+    "nested arrays": {"type": "array", "items": TAGS},
+    # Finite rests: a look-ahead over the strings written decides.
+    "enum of ten": {"type": "array", "items": {"enum": ["a", "b", "ab", "", "é", 'q"', "\n", "x", "y", "z"]},
+                    "uniqueItems": True},
+    "maxLength": {"type": "array", "items": {"type": "string", "maxLength": 2}, "uniqueItems": True, "minItems": 1},
+}
+
+#: Strings json.dumps writes with escapes too (the language spells each string one way).
+POOL = ["a", "b", "ab", "", "é", 'q"', "\n"]
+
+
+def _candidates(schema):
+    """Arrays of up to four pooled strings, wrapped as the schema nests them."""
+    arrays = [list(items) for n in range(5) for items in itertools.product(POOL, repeat=n) if n < 4 or len(set(items)) < 3]
+    if "properties" in schema:
+        names = list(schema["properties"])
+        values = [{names[0]: items} for items in arrays]
+        values += [{names[-1]: [{"tags": items}] if names[-1] == "more" else items} for items in arrays[::3]]
+        return values
+    if schema.get("items") is TAGS:
+        return [[items, ["a"]] for items in arrays[::2]] + [[["a"], ["a"]]]
+    return arrays
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_texts_are_accepted_exactly_when_the_items_are_distinct(name):
+    schema = SCHEMAS[name]
+    language = schema_to_dfa(schema)
+    assert language.unique, "the array should be a unique callee"
+    automaton = language.automaton
+    verdicts = {True: 0, False: 0}
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in _candidates(schema):
+        want = validator.is_valid(value)
+        text = json.dumps(value, ensure_ascii=False)
+        assert automaton.matches(text.encode()) == want, (text, want)
+        verdicts[want] += 1
+    assert verdicts[True] >= 16 and verdicts[False] > 50
+
+
+def test_strict_mode_still_refuses_what_the_matcher_cannot_keep_distinct():
+    numbers = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
+    mixed = {"type": "array", "items": {"type": ["string", "null"]}, "uniqueItems": True}
+    too_few = {"type": "array", "items": {"type": "string", "pattern": "^[a-i]$"}, "uniqueItems": True, "minItems": 10}
+    under_not = {"not": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}
+    for schema in (numbers, mixed, too_few, under_not):
+        with pytest.raises(SchemaError, match="uniqueItems"):
+            schema_to_dfa(schema)
+    relaxed = schema_to_dfa(numbers, JsonSchemaOptions(strict=False))
+    assert relaxed.automaton.matches(b'[1, 1]') and not relaxed.unique
+
+
+@pytest.mark.parametrize("pattern, values", [
+    ('"([a-z]|\\\\n)*"', GOES_ON),
+    ('"[a-z]+"', GOES_ON),
+    ('"[a-z]+0"', MANY_VALUES),  # after 0 only the quote
+    ('"[a-c]{0,2}"', 13),
+    ('"a*"|"b"', MANY_VALUES),  # "b then only the quote
+    ('"a"*', None),  # not one string
+    ('"a"|1', None),
+])
+def test_string_values_count_what_the_look_ahead_needs(pattern, values):
+    assert string_values(regex_to_dfa(pattern)) == values
+
+
+class _UniqueStringsOracle(RegexOracle):
+    """Compact arrays of distinct strings of ``[a-c]``: the structure by partial matching,
+    distinctness by decoding the strings the prefix completes."""
+
+    CHAR = "[a-c]"
+
+    def __init__(self, info):
+        item = f'"{self.CHAR}+"'
+        super().__init__(f"\\[(?:{item}(?:,{item})*)?\\]", info.token_bytes, info.eos_token_ids)
+
+    def is_viable(self, data: bytes) -> bool:
+        if not super().is_viable(data):
+            return False
+        text = data.decode("utf-8", "ignore")
+        parts = [p.rstrip("]") for p in text[1:].split(",")]
+        values = [json.loads(p) for p in parts if p.endswith('"') and len(p) > 1]
+        return len(values) == len(set(values))
+
+
+@pytest.fixture(scope="module")
+def llama3_compiler(infos):
+    return Compiler(infos("llama-3"), cache_dir=False)
+
+
+@pytest.mark.parametrize("start", [b"", b'["ab","', b'["a","b","a', b'["cab","ca', b'["c","b","ab","'])
+def test_masks_are_exact_against_a_brute_force_oracle(llama3_compiler, infos, start):
+    schema = {"type": "array", "items": {"type": "string", "pattern": "^[a-c]+$"}, "uniqueItems": True}
+    compiled = llama3_compiler.compile_json_schema(schema, whitespace="compact")
+    assert isinstance(compiled.engine, UniqueItemsTokenPDA)
+    info = infos("llama-3")
+    problem = check_masks_along_random_walk(Matcher(compiled), _UniqueStringsOracle(info), info, steps=4,
+                                            seed=len(start), start=start)
+    assert problem is None, problem
+
+
+def test_the_closing_quote_of_a_repeat_is_masked_and_refused(llama3_compiler, infos):
+    info = infos("llama-3")
+    compiled = llama3_compiler.compile_json_schema(TAGS)
+    matcher = Matcher(compiled)
+    assert matcher.accept_bytes('["hello", "world", "hello')
+    ids = {data: token for token, data in enumerate(info.token_bytes)}
+    words = matcher.next_token_mask_words()
+    for data, allowed in ((b'"', False), (b'",', False), (b'"]', False), (b'!"', True), (b"s", True)):
+        token = ids[data]
+        assert bool(words[token >> 5] >> (token & 31) & 1) == allowed, data
+        assert (Matcher(compiled).accept_bytes('["hello", "world", "hello' + data.decode())) == allowed
+
+
+class _TenValuesOracle(RegexOracle):
+    """Compact arrays of distinct strings ``"ax"`` .. ``"jx"``, judged from the values: the
+    strings closed are distinct, an open string can still become one not written, and
+    after a comma some value is left."""
+
+    VALUES = [f"{c}x" for c in "abcdefghij"]
+
+    def __init__(self, info):
+        item = '"[a-j]x"'
+        super().__init__(f"\\[(?:{item}(?:,{item})*)?\\]", info.token_bytes, info.eos_token_ids)
+
+    def is_viable(self, data: bytes) -> bool:
+        if not super().is_viable(data):
+            return False
+        text = data.decode("utf-8", "ignore")[1:].rstrip("]")
+        parts = text.split(",")
+        closed = [p[1:-1] for p in parts if len(p) > 1 and p.endswith('"')]
+        if len(closed) != len(set(closed)):
+            return False
+        left = [v for v in self.VALUES if v not in closed]
+        last = parts[-1]
+        if last.startswith('"') and not (len(last) > 1 and last.endswith('"')):
+            return any(v.startswith(last[1:]) for v in left)
+        return bool(left) or last != ""
+
+
+TEN = {"type": "array", "items": {"type": "string", "pattern": "^[a-j]x$"}, "uniqueItems": True}
+ALL_BUT_ONE = "[" + ",".join(f'"{c}x"' for c in "abcdefghi")
+
+
+@pytest.mark.parametrize("start", [b'["a', b'["ax","', b'["ax","bx","cx"', (ALL_BUT_ONE + ',"').encode(),
+                                   ALL_BUT_ONE.encode(), (ALL_BUT_ONE + ',"jx"').encode(), b'["bx","ax","c'])
+def test_finite_items_look_ahead_over_the_strings_written(llama3_compiler, infos, start):
+    """Each string has one way to end (``x``, then the quote): the look-ahead must refuse an
+    ``a`` once ``"ax"`` is written, a comma once all ten are, and so on."""
+    compiled = llama3_compiler.compile_json_schema(TEN, whitespace="compact")
+    info = infos("llama-3")
+    problem = check_masks_along_random_walk(Matcher(compiled), _TenValuesOracle(info), info, steps=3,
+                                            seed=len(start), start=start)
+    assert problem is None, problem
+
+
+def test_finite_items_refuse_dead_ends_byte_by_byte():
+    automaton = schema_to_dfa(TEN, JsonSchemaOptions(whitespace="compact")).automaton
+    assert automaton.is_prefix(b'["ax","b') and not automaton.is_prefix(b'["ax","a')
+    assert automaton.is_prefix((ALL_BUT_ONE + ',"j').encode()) and not automaton.is_prefix((ALL_BUT_ONE + ',"a').encode())
+    full = ALL_BUT_ONE + ',"jx"'
+    assert automaton.matches((full + "]").encode()) and not automaton.is_prefix((full + ",").encode())
