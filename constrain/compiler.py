@@ -233,8 +233,8 @@ class Compiler:
             ``not`` and ``if`` keep one shared order, which keeps those exact).
         strict:
             Raise :class:`~constrain.errors.SchemaError` for keywords that cannot be
-            enforced exactly (``uniqueItems`` over items of more than 8 values,
-            ``unevaluatedProperties`` below a branch...).  With
+            enforced exactly (``uniqueItems`` over items of more than 8 values that
+            are not all strings, ``unevaluatedProperties`` below a branch...).  With
             ``False`` they are left out and listed in ``compiled.notes``.
         max_recursion:
             How many times a recursive ``$ref`` is unrolled on one path where it
