@@ -195,3 +195,21 @@ def test_finite_items_refuse_dead_ends_byte_by_byte():
     assert automaton.is_prefix((ALL_BUT_ONE + ',"j').encode()) and not automaton.is_prefix((ALL_BUT_ONE + ',"a').encode())
     full = ALL_BUT_ONE + ',"jx"'
     assert automaton.matches((full + "]").encode()) and not automaton.is_prefix((full + ",").encode())
+
+
+def test_the_per_token_fallback_keeps_the_rows_of_the_configurations(llama3_compiler, infos, monkeypatch):
+    """Where the trie walk gives up (too ambiguous), each token is decided by the pushdown
+    automaton alone: the rows stay those of the configurations, the tracker applies after."""
+    import constrain.automata._kernels as kernels
+
+    prefix = '{"tags": ["hello", "world", "hello'
+    expected = Matcher(llama3_compiler.compile_json_schema({"type": "object", "properties": {"tags": TAGS}}))
+    assert expected.accept_bytes(prefix)
+    monkeypatch.setattr(kernels, "walk_pda", lambda *args: -1)
+    compiled = Compiler(infos("llama-3"), cache_dir=False).compile_json_schema({"type": "object", "properties": {"tags": TAGS}})
+    matcher = Matcher(compiled)
+    assert matcher.accept_bytes(prefix)
+    got = matcher.next_token_mask_words()
+    assert (got == expected.next_token_mask_words()).all()
+    token = infos("llama-3").token_bytes.index(b'"')
+    assert not got[token >> 5] >> (token & 31) & 1  # "hello" again

@@ -512,7 +512,7 @@ class TokenPDA(EngineBase):
         if found < 0:  # too ambiguous for the kernel's fixed configuration sets: decide each token here
             words[:] = 0
             for token in self.trie.tok_ids.tolist():
-                if self.advance_token((config,), token) is not None:
+                if self.is_matchable(token) and pda.walk((config,), self._token_bytes[token]) is not None:
                     words[token >> 5] |= np.uint32(1 << (token & 31))
         return words
 

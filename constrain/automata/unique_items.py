@@ -217,19 +217,20 @@ class UniqueItemsAutomaton:
     def _fresh(self, state: int, text: bytes, escaped: bool, written: frozenset[bytes]) -> bool:
         """Some way on from ``state`` closes the string as one not in ``written`` (texts as
         the language spells them: one per string).  Only paths along written texts
-        are followed: any other byte leads to a fresh string, since every state is
-        live."""
-        if not any(w.startswith(text) for w in written) or self._goes_on(state, escaped):
-            return True
-        row = self.pda.trans[state]
-        for byte in np.flatnonzero(row >= 0).tolist():
-            if byte == _QUOTE and not escaped:
-                if text not in written:
-                    return True
-                continue
-            longer = text + bytes((byte,))
-            if self._fresh(int(row[byte]), longer, byte == _BACKSLASH and not escaped, written):
+        are followed (a stack, not recursion: texts may be long): any other byte
+        leads to a fresh string, since every state is live."""
+        trans = self.pda.trans
+        todo = [(state, text, escaped)]
+        while todo:
+            state, text, escaped = todo.pop()
+            if not any(w.startswith(text) for w in written) or self._goes_on(state, escaped):
                 return True
+            row = trans[state]
+            for byte in np.flatnonzero(row >= 0).tolist():
+                if byte != _QUOTE or escaped:
+                    todo.append((int(row[byte]), text + bytes((byte,)), byte == _BACKSLASH and not escaped))
+                elif text not in written:
+                    return True
         return False
 
     def _goes_on(self, state: int, escaped: bool) -> bool:
