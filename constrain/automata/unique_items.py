@@ -73,8 +73,9 @@ def string_values(item: ByteDFA) -> int | None:
 def _inside_graph(trans: np.ndarray, start: int, accepting: np.ndarray | None):
     """The pairs (state, escaped) inside a string from ``start`` (just after its opening
     quote): ``(successors, closing)``: ``successors[node][nxt]`` how many bytes lead
-    from ``node`` to ``nxt``, ``closing[node]`` 1 where the closing quote leaves from it.  With ``accepting`` (an item's own DFA), None unless every closing
-    quote ends the item and nothing inside accepts or calls."""
+    from ``node`` to ``nxt``, ``closing[node]`` 1 where the closing quote leaves from it.
+    With ``accepting`` (an item's own DFA), None unless every closing quote ends the
+    item and nothing inside accepts or calls."""
     calls = list(CALL_SYMBOLS)
     successors: dict[tuple[int, bool], dict[tuple[int, bool], int]] = {}
     closing: dict[tuple[int, bool], int] = {}
@@ -204,7 +205,12 @@ class UniqueItemsAutomaton:
     def _without(self, configs: tuple, dies) -> tuple:
         """``configs`` (closed) less those in a unique array for whose value count ``dies``."""
         values, stride = self._values, self.pda.stride
-        return tuple(c for c in self.pda.closure(configs) if not (values[c[-1] % stride] and dies(values[c[-1] % stride])))
+        kept = []
+        for config in self.pda.closure(configs):
+            count = values[config[-1] % stride]
+            if not (count and dies(count)):
+                kept.append(config)
+        return tuple(kept)
 
     def _can_finish(self, state: int, track: _Track) -> bool:
         """Whether a configuration at ``state`` (inside a string, written ``track.string``
@@ -411,8 +417,9 @@ class _Reading(NamedTuple):
 class _QuoteIndex(NamedTuple):
     """A vocabulary's tokens by their quotes (:class:`_Reading` per context), the tokens
     with a quote (``any_quote``) or a comma (``commas``), the most strings one token
-    closes (``most_closed``), and the tokens that open an array and then hold three quotes or more, enough to
-    close a string and begin or close another in it (``new_array``)."""
+    closes (``most_closed``), and the tokens that open an array and then hold three
+    quotes or more, enough to close a string and begin or close another in it
+    (``new_array``)."""
 
     inside: _Reading
     outside: _Reading
@@ -435,7 +442,7 @@ def _quote_index(info) -> _QuoteIndex:
         most = max((data.count(b'"') for _, data in tokens), default=0)
         found = _QuoteIndex(inside, outside, _ids([t for t, _ in tokens]),
                             _ids([t for t, data in enumerate(info.token_bytes) if b"," in data]), (most + 1) // 2,
-                            _ids([t for t, data in tokens if b"[" in data and data[data.index(b"["):].count(b'"') >= 3]))
+                            _ids([t for t, data in tokens if data[data.find(b"["):].count(b'"') >= 3 and b"[" in data]))
         _QUOTE_INDEXES[info.hash] = found
     return found
 
