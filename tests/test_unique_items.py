@@ -213,3 +213,22 @@ def test_the_per_token_fallback_keeps_the_rows_of_the_configurations(llama3_comp
     assert (got == expected.next_token_mask_words()).all()
     token = infos("llama-3").token_bytes.index(b'"')
     assert not got[token >> 5] >> (token & 31) & 1  # "hello" again
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_generate_json_with_a_tiny_model_writes_distinct_items(load_tokenizer, seed):
+    """Twelve values, up to six items: a random model repeats often unless the mask stops it."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from constrain import generate_json
+
+    tokenizer = load_tokenizer("llama-3")
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512)
+    model = LlamaForCausalLM(config).eval()
+    schema = {"type": "array", "items": {"type": "string", "pattern": "^[a-c]{1,2}$"}, "uniqueItems": True,
+              "minItems": 4, "maxItems": 6}
+    value = generate_json(schema, "Tags: ", model, tokenizer, whitespace="compact", max_new_tokens=80, do_sample=True)
+    assert jsonschema.Draft202012Validator(schema).is_valid(value), value
