@@ -52,7 +52,7 @@ from .token_dfa import MAX_FORCED_BYTES
 from .token_trie import new_loop_memo
 
 __all__ = ["CALL", "COUNTED_SYMBOLS", "CALL_SYMBOLS", "call_marker", "called_symbols", "has_calls", "expand_calls",
-           "inline_calls", "CountedCallee", "PushdownDFA", "TokenPDA"]
+           "inline_calls", "CountedCallee", "ByteReader", "PushdownDFA", "TokenPDA"]
 
 #: The byte that stands for "one value of the callee" in a DFA with calls.
 CALL = 0xFF
@@ -239,7 +239,27 @@ def _stacked(blocks: Sequence[ByteDFA], offsets: Sequence[int]) -> np.ndarray:
     return table
 
 
-class PushdownDFA:
+class ByteReader:
+    """Reading whole texts for what steps byte by byte: ``start``, ``step`` (a falsy
+    state once the text left the language) and ``is_accepting``."""
+
+    def walk(self, state, data: bytes):
+        """The state after ``data``, or None when it leaves the language."""
+        for byte in data:
+            state = self.step(state, byte)
+            if not state:
+                return None
+        return state
+
+    def matches(self, data: bytes) -> bool:
+        state = self.walk(self.start, data)
+        return state is not None and self.is_accepting(state)
+
+    def is_prefix(self, data: bytes) -> bool:
+        return self.walk(self.start, data) is not None
+
+
+class PushdownDFA(ByteReader):
     """A DFA whose call moves call callees, read byte by byte.
 
     The automata are laid out as one table: ``dfa``'s states first, then the
@@ -375,24 +395,9 @@ class PushdownDFA:
             return exit_to
         return nxt + self.stride * (count + 1)
 
-    def walk(self, state: tuple, data: bytes) -> tuple | None:
-        """The state after ``data``, or None when it leaves the language."""
-        for byte in data:
-            state = self.step(state, byte)
-            if not state:
-                return None
-        return state
-
     def is_accepting(self, state: tuple) -> bool:
         acc = self._accept_list
         return any(len(c) == 1 and acc[c[0]] for c in self.closure(state))
-
-    def matches(self, data: bytes) -> bool:
-        state = self.walk(self.start, data)
-        return state is not None and self.is_accepting(state)
-
-    def is_prefix(self, data: bytes) -> bool:
-        return self.walk(self.start, data) is not None
 
 
 class TokenPDA(EngineBase):

@@ -30,12 +30,12 @@ from typing import Mapping, NamedTuple
 import numpy as np
 
 from .byte_dfa import ByteDFA
-from .pushdown import CALL_SYMBOLS, PushdownDFA, TokenPDA
+from .pushdown import CALL_SYMBOLS, ByteReader, PushdownDFA, TokenPDA
 
 __all__ = ["string_values", "GOES_ON", "MANY_VALUES", "UniqueItemsAutomaton", "UniqueItemsTokenPDA"]
 
 _QUOTE, _BACKSLASH, _COMMA = ord('"'), ord("\\"), ord(",")
-_OPEN_ARRAY, _OPEN_OBJECT, _CLOSERS = ord("["), ord("{"), frozenset(b"]}")
+_OPEN_ARRAY, _OTHER_BRACKETS = ord("["), frozenset(b"{]}")
 
 
 #: :func:`string_values` of strings that go on from every point inside them.
@@ -70,16 +70,16 @@ def string_values(item: ByteDFA) -> int | None:
     return ways[(int(item.trans[item.start, _QUOTE]), False)]
 
 
-def _inside_graph(trans: np.ndarray, start: int, accepting: np.ndarray | None):
-    """The pairs (state, escaped) inside a string from ``start`` (just after its opening
-    quote): ``(successors, closing)``: ``successors[node][nxt]`` how many bytes lead
+def _inside_graph(trans: np.ndarray, start: int, accepting: np.ndarray | None, escaped: bool = False):
+    """The pairs (state, escaped) inside a string from ``(start, escaped)`` (by default
+    just after its opening quote): ``(successors, closing)``: ``successors[node][nxt]`` how many bytes lead
     from ``node`` to ``nxt``, ``closing[node]`` 1 where the closing quote leaves from it.
     With ``accepting`` (an item's own DFA), None unless every closing quote ends the
     item and nothing inside accepts or calls."""
     calls = list(CALL_SYMBOLS)
     successors: dict[tuple[int, bool], dict[tuple[int, bool], int]] = {}
     closing: dict[tuple[int, bool], int] = {}
-    todo = [(start, False)]
+    todo = [(start, escaped)]
     while todo:
         node = todo.pop()
         if node in successors:
@@ -140,15 +140,14 @@ def _looping(successors: dict) -> set:
 
 
 class _Track(NamedTuple):
-    """What the text says about strings in arrays: the open containers (``[`` / ``{`` bytes),
-    the strings written directly in the innermost one when it is an array (None
-    otherwise, or once it holds anything but strings: no unique array's configuration
-    can be there), the string being read (None outside one) and whether its last byte
-    was an escaping backslash.  Strings are kept as written, without their quotes:
+    """What the text says about strings in arrays: the strings written directly in the
+    innermost open container when it is an array (None otherwise, or once it holds
+    anything but strings: no unique array's configuration can be there, so which
+    container encloses it need not be kept), the string being read (None outside
+    one) and whether its last byte was an escaping backslash.  Strings are kept as written, without their quotes:
     the language spells each string one way (``json.dumps(ensure_ascii=False)``), so
     equal texts are equal strings."""
 
-    stack: tuple[int, ...] = ()
     written: frozenset[bytes] | None = None
     string: bytes | None = None
     escaped: bool = False
@@ -157,7 +156,7 @@ class _Track(NamedTuple):
 _START = _Track()
 
 
-class UniqueItemsAutomaton:
+class UniqueItemsAutomaton(ByteReader):
     """A :class:`PushdownDFA` whose callees ``values`` names are arrays of distinct strings.
 
     ``values[symbol]`` is :func:`string_values` of that array's items.  A state is
@@ -244,41 +243,15 @@ class UniqueItemsAutomaton:
         key = (state, escaped)
         found = self._loops.get(key)
         if found is None:
-            successors, _ = _inside_graph(self.pda.trans, state, None) if not escaped else \
-                self._escaped_graph(state)
+            successors, _ = _inside_graph(self.pda.trans, state, None, escaped)
             looping = _looping(successors)
             for node in successors:
                 self._loops[node] = node in looping
             found = self._loops[key]
         return found
 
-    def _escaped_graph(self, state: int):
-        """:func:`_inside_graph` from a state just after a backslash."""
-        row = self.pda.trans[state]
-        graphs = [_inside_graph(self.pda.trans, int(row[b]), None) for b in np.flatnonzero(row >= 0).tolist()]
-        successors = {(state, True): {(int(row[b]), False): 1 for b in np.flatnonzero(row >= 0).tolist()}}
-        closing = {(state, True): 0}
-        for more, ends in graphs:
-            successors.update(more)
-            closing.update(ends)
-        return successors, closing
-
-    def walk(self, state: tuple, data: bytes) -> tuple | None:
-        for byte in data:
-            state = self.step(state, byte)
-            if state is None:
-                return None
-        return state
-
     def is_accepting(self, state: tuple) -> bool:
         return self.pda.is_accepting(state[0])
-
-    def matches(self, data: bytes) -> bool:
-        state = self.walk(self.start, data)
-        return state is not None and self.is_accepting(state)
-
-    def is_prefix(self, data: bytes) -> bool:
-        return self.walk(self.start, data) is not None
 
 
 def _tracked(track: _Track, byte: int) -> tuple[_Track, bool]:
@@ -298,11 +271,9 @@ def _tracked(track: _Track, byte: int) -> tuple[_Track, bool]:
     if byte == _QUOTE:
         return track._replace(string=b""), False
     if byte == _OPEN_ARRAY:
-        return _Track(track.stack + (byte,), frozenset()), False
-    if byte == _OPEN_OBJECT:
-        return _Track(track.stack + (byte,), None), False
-    if byte in _CLOSERS:
-        return _Track(track.stack[:-1], None), False
+        return _Track(frozenset()), False
+    if byte in _OTHER_BRACKETS:  # inside an object, or back in a container that held one
+        return _START, False
     return track, False
 
 
@@ -351,7 +322,7 @@ class UniqueItemsTokenPDA(TokenPDA):
             return _allowed(words, index.any_quote)
         else:
             before, reading = track.string, index.inside
-        written = track.written or frozenset()
+        written = track.written
         suspects = []
         for value in written:
             if value.startswith(before):
@@ -442,7 +413,7 @@ def _quote_index(info) -> _QuoteIndex:
         most = max((data.count(b'"') for _, data in tokens), default=0)
         found = _QuoteIndex(inside, outside, _ids([t for t, _ in tokens]),
                             _ids([t for t, data in enumerate(info.token_bytes) if b"," in data]), (most + 1) // 2,
-                            _ids([t for t, data in tokens if data[data.find(b"["):].count(b'"') >= 3 and b"[" in data]))
+                            _ids([t for t, data in tokens if _strings_after_a_bracket(data)]))
         _QUOTE_INDEXES[info.hash] = found
     return found
 
@@ -504,6 +475,12 @@ def _strings_closed(data: bytes, inside: bool) -> tuple[list[bytes], bytes | Non
         current.append(byte)
         escaped = byte == _BACKSLASH and not escaped
     return closed, (bytes(current) if current is not None and opened else None)
+
+
+def _strings_after_a_bracket(data: bytes) -> bool:
+    """Whether ``data`` opens an array and then holds three quotes or more."""
+    bracket = data.find(b"[")
+    return bracket >= 0 and data[bracket:].count(b'"') >= 3
 
 
 def _ids(tokens: list[int]) -> np.ndarray:
