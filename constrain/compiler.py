@@ -273,7 +273,7 @@ class Compiler:
         key = ("json_schema", text, options)
         compiled = self._memory_get(key)
         if compiled is None:
-            disk_key = content_key("json-schema-dfa-6", text, repr(options))
+            disk_key = content_key("json-schema-dfa-7", text, repr(options))
             stored = self._disk.load("dfa", disk_key)
             if stored is not None and {"trans", "accepting", "start", "notes", "counted", "unique"} <= stored.keys():
                 language = _stored_language(stored)
@@ -283,12 +283,12 @@ class Compiler:
             if language.is_regular:
                 engine: Any = TokenDFA(language.dfa, self.tokenizer_info, self._disk)
             else:
-                margin = token_trie_for(self.tokenizer_info, self._disk).max_depth
+                longest = token_trie_for(self.tokenizer_info, self._disk).max_depth
                 if language.unique:
-                    engine = UniqueItemsTokenPDA(language.pushdown(margin), self.tokenizer_info, self._disk,
+                    engine = UniqueItemsTokenPDA(language.pushdown(longest), self.tokenizer_info, self._disk,
                                                  language.unique)
                 else:
-                    engine = TokenPDA(language.pushdown(margin), self.tokenizer_info, self._disk)
+                    engine = TokenPDA(language.pushdown(longest), self.tokenizer_info, self._disk)
             notes = tuple(language.notes)
             compiled = self._memory_put(key, CompiledGrammar(self.tokenizer_info, "json_schema", value, engine, notes))
         return compiled

@@ -24,7 +24,7 @@ from constrain.grammar.json_schema import UNSATISFIABLE, JsonSchemaOptions, sche
 from constrain.grammar.json_schema import sharing
 from constrain.grammar.json_schema.document import SchemaDocument
 from constrain.errors import SchemaError
-from constrain.grammar.json_schema.strings import CountedString
+from constrain.grammar.json_schema.strings import COUNT_MARGIN, LONGEST_TOKEN, CountedString
 from constrain.testing import check_masks_along_random_walk
 
 FREE = {}
@@ -429,6 +429,74 @@ def test_counted_pattern_masks_equal_the_eager_count(infos, tokenizer, pattern):
     assert compared >= 30
 
 
+WORDS = r"^(?:\S+\s+){0,9}\S+$"
+
+
+def _words(count: int, length: int, rng: random.Random) -> str:
+    """``count`` words of letters, dashes and é, ``length`` characters in all (about)."""
+    words = ["".join(rng.choice("ab-é") for _ in range(max(1, length // max(count, 1) - 1))) for _ in range(count)]
+    return " ".join(words)[:length].rstrip()
+
+
+def test_word_count_patterns_with_long_tokens_near_the_bound(infos):
+    """A word-count pattern (1,400 content states) is a counted loop sized for 16-byte tokens;
+    Llama-3's longer ones (up to 128 bytes) are checked against the count near the bound.
+    Every mask equals the eagerly counted DFA's, and a long token that fits far from the
+    bound is refused where it would pass it."""
+    info = infos("llama-3")
+    compiler = Compiler(info, cache_dir=False)
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": WORDS, "minLength": 1,
+                                                     "maxLength": 250}}}
+    counted = compiler.compile_json_schema(schema)
+    eager = compiler.compile_json_schema(schema, max_any_depth=3)
+    (callee,) = counted.engine.automaton.counted
+    assert callee.loops and callee.margin == COUNT_MARGIN < counted.engine.trie.max_depth and eager.is_regular
+    rng = random.Random(3)
+    compared = 0
+    for length in (1, 10, 100, callee.exit_at - 40, callee.exit_at - 5, callee.exit_at, 236, 240, 245, 249, 250):
+        for words in (1, 5, 10):
+            value = _words(words, length, rng)
+            text = json.dumps({"s": value}, ensure_ascii=False).encode()[:-2]
+            for cut in (len(text), len(text) - 1):
+                matchers = [Matcher(counted), Matcher(eager)]
+                alive = [m.accept_bytes(text[:cut]) for m in matchers]
+                assert alive[0] == alive[1], (length, words, cut)
+                if alive[0]:
+                    compared += 1
+                    rows = [m.next_token_mask_words() for m in matchers]
+                    assert np.array_equal(rows[0], rows[1]), (length, words, cut)
+    assert compared >= 40
+    dashes = next(t for t, data in enumerate(info.token_bytes) if data == b"-" * 32)  # one 32-byte token
+    for length, allowed in ((10, True), (215, True), (218, True), (219, False), (240, False)):
+        matcher = Matcher(counted)
+        assert matcher.accept_bytes(b'{"s": "' + b"a" * length)
+        words = matcher.next_token_mask_words()
+        assert bool(words[dashes >> 5] >> (dashes & 31) & 1) == allowed, length
+
+
+def test_repeated_large_patterned_strings_share_one_eager_callee():
+    """A large patterned string closer than PATTERN_COUNT apart, written at several sites, is one
+    call into one eager copy (each site used to inline its own 30,000 states)."""
+    import re
+
+    item = {"type": "string", "pattern": WORDS, "maxLength": 100}
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": item}, "b": item, "c": dict(item)}}
+    language = schema_to_dfa(schema)
+    assert language.counted == (CountedString(0, 100, (WORDS,)),) and not language.is_regular
+    (callee,) = language.pushdown(LONGEST_TOKEN).counted
+    assert not callee.loops and callee.dfa.num_states > 20000 > 50 * language.dfa.num_states
+    once = schema_to_dfa({"type": "object", "properties": {"b": item}})  # a single site: copied in place
+    assert once.counted == ()
+    rng = random.Random(5)
+    automaton = language.automaton
+    for _ in range(200):
+        values = [_words(rng.choice([1, 3, 10, 11]), rng.choice([5, 40, 99, 100, 101, 120]), rng) for _ in range(3)]
+        values[0] += rng.choice(["", " ", "  x"])
+        value = {"a": values[:2], "b": values[2]}
+        expected = all(re.search(WORDS, v) and len(v) <= 100 for v in values)
+        assert automaton.matches(json.dumps(value, ensure_ascii=False).encode()) == expected, value
+
+
 def test_counted_patterns_in_products_are_counted_eagerly():
     schema = {"properties": {"d": {"type": "string", "pattern": "@", "maxLength": 700}}, "not": {"required": ["x"]}}
     language = schema_to_dfa(schema)
@@ -441,16 +509,17 @@ def test_counted_patterns_in_products_are_counted_eagerly():
 def test_oversized_pattern_counts_are_schema_errors_with_pointers():
     """Too many content states to copy: the eager count's error names the string at emit time;
     a tokenizer with tokens too long for the callee gets one naming it when masks are built."""
-    words = {"type": "string", "pattern": r"^(?:\S+\s+){0,49}\S+$", "maxLength": 20000}
-    with pytest.raises(SchemaError) as info:
+    words = {"type": "string", "pattern": r"^(?:\S+\s+){0,49}\S+$", "minLength": 200, "maxLength": 20000}
+    with pytest.raises(SchemaError) as info:  # 200 eager copies of 1,400 content states before the loop
         schema_to_dfa({"properties": {"w": words}})
     assert info.value.pointer == "/properties/w" and "maxLength 20000" in str(info.value)
     language = schema_to_dfa({"properties": {"e": {"type": "string", "format": "email", "maxLength": 5000}}})
     assert language.counted == (CountedString(0, 5000, (), ("email",)),)
+    assert language.pushdown(4000).counted[0].margin == COUNT_MARGIN  # the loop spans such a token
     with pytest.raises(SchemaError) as info:
-        language.pushdown(4000)  # as if a token held 4,000 bytes
+        language.pushdown(4990)  # as if a token held 4,990 bytes: the loop cannot span it
     assert info.value.pointer == "/properties/e" and "format 'email'" in str(info.value)
-    assert "tokens of 4000 bytes" in str(info.value)
+    assert "tokens of 4990 bytes" in str(info.value)
 
 
 def test_a_call_without_its_callee_is_refused_by_name():

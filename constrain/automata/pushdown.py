@@ -47,6 +47,7 @@ import numpy as np
 from ._dfa_kernels import wired_copies
 from .byte_dfa import ByteDFA, _NFA, _kernel_arrays, _minimize, _prune_dead, _subset_construction
 from .cache import DiskCache
+from .counted_loops import LongTokens
 from .engine_base import EngineBase
 from .token_dfa import MAX_FORCED_BYTES
 from .token_trie import new_loop_memo
@@ -202,9 +203,11 @@ class CountedCallee:
     per loop state, whether a unit has just ended there: -1 if not, else where the
     text goes once the count reaches ``exit_at`` (the same place in the first of
     the eager copies that end at the bound).  The loop is entered, on a unit's end,
-    with ``entry`` units read.  ``margin`` is how many bytes a token may read
-    without the count mattering: masks are exact when no token holds more, since
-    the loop's rows ignore the count.  A plain string's loop is one character that
+    with ``entry`` units read, and the value holds at most ``high`` units.  ``margin``
+    is how many bytes a token may read without the count mattering (the copies after
+    the exit hold that many units): the loop's rows ignore the count, and a longer
+    token is checked against it near the exit (:mod:`.counted_loops`), which needs
+    the loop to span the longest token (``exit_at - entry``).  A plain string's loop is one character that
     returns to its start; a pattern's is the product of its automaton with the
     character.  An empty loop (``loop_first == loop_stop``) makes an eager callee.
     """
@@ -216,12 +219,17 @@ class CountedCallee:
     entry: int
     exit_at: int
     margin: int
+    high: int
 
     def __post_init__(self) -> None:
         if len(self.exits) != self.loop_stop - self.loop_first:
             raise ValueError("a counted callee needs one exit (or -1) per loop state")
-        if self.loop_first < self.loop_stop and not (self.entry < self.exit_at and max(self.exits) >= 0):
+        if self.loop_first < self.loop_stop and not (self.entry < self.exit_at <= self.high and max(self.exits) >= 0):
             raise ValueError("a counted callee's loop must end units and be entered below its exit count")
+
+    @property
+    def loops(self) -> bool:
+        return self.loop_first < self.loop_stop
 
 
 def _stacked(blocks: Sequence[ByteDFA], offsets: Sequence[int]) -> np.ndarray:
@@ -324,8 +332,13 @@ class PushdownDFA(ByteReader):
             self._calls_of[state] += ((ret, start),)
         self._accept_list = self.accepting.tolist()
         self._loops: list[tuple[int, int]] = []  # (entry, exit_at) per counted callee
-        self._loop_of: list[int] | None = None  # per state: its counted loop, or -1 (None: no loops)
+        #: Per state: the index in ``counted`` of its counted loop, or -1 (None: no loops).
+        self.loop_of: list[int] | None = None
         self._exit_of: list[int] = []  # per state: where a unit ending there exits its loop (-1: none)
+        #: The table rows ``[lo, hi)`` of each counted callee's loop.
+        self.loop_rows: list[tuple[int, int]] = []
+        #: 1 at the loop states where a unit has just ended (the count goes up on arrival).
+        self.unit_ends = np.zeros(self.stride, dtype=np.int64)
         if counted:
             loop_of = np.full(self.stride, -1, dtype=np.int64)
             exit_of = np.full(self.stride, -1, dtype=np.int64)
@@ -333,8 +346,10 @@ class PushdownDFA(ByteReader):
                 loop_of[off + c.loop_first:off + c.loop_stop] = j
                 exits = np.asarray(c.exits, dtype=np.int64)
                 exit_of[off + c.loop_first:off + c.loop_stop] = np.where(exits >= 0, exits + off, -1)
+                self.unit_ends[off + c.loop_first:off + c.loop_stop] = exits >= 0
                 self._loops.append((c.entry, c.exit_at))
-            self._loop_of, self._exit_of = loop_of.tolist(), exit_of.tolist()
+                self.loop_rows.append((off + c.loop_first, off + c.loop_stop))
+            self.loop_of, self._exit_of = loop_of.tolist(), exit_of.tolist()
 
     def real(self, state: int) -> int:
         """The table's state of a configuration's current state (virtual inside a counted loop)."""
@@ -371,7 +386,7 @@ class PushdownDFA(ByteReader):
 
     def step(self, state: tuple, byte: int) -> tuple:
         """The state after one byte (empty: the text left the language)."""
-        item, loop_of, stride = self.trans.item, self._loop_of, self.stride
+        item, loop_of, stride = self.trans.item, self.loop_of, self.stride
         moved = set()
         for config in self.closure(state):
             cur = config[-1]
@@ -385,7 +400,7 @@ class PushdownDFA(ByteReader):
     def _counted(self, cur: int, nxt: int) -> int:
         """The virtual state for table state ``nxt`` of a counted loop, reached from ``cur``:
         a unit completes on each arrival where one ends (``exits``)."""
-        entry, exit_at = self._loops[self._loop_of[nxt]]
+        entry, exit_at = self._loops[self.loop_of[nxt]]
         exit_to = self._exit_of[nxt]
         if cur >= self.stride:  # within the loop (loops never lead into one another)
             count = cur // self.stride - 1 + (exit_to >= 0)
@@ -415,11 +430,14 @@ class TokenPDA(EngineBase):
         #: (:class:`~.unique_items.UniqueItemsAutomaton`).
         self.reader = automaton
         longest = self.trie.max_depth
-        for counted in automaton.counted:
-            if counted.margin < longest:
-                raise ValueError(f"a counted callee's margin ({counted.margin}) must be at least the longest "
-                                 f"token ({longest} bytes): its loop's rows ignore the count")
+        short = [c for c in automaton.counted if c.loops and c.margin < longest]
+        for counted in short:
+            if counted.exit_at - counted.entry < longest:
+                raise ValueError(f"a counted loop with a margin ({counted.margin}) below the longest token "
+                                 f"({longest} bytes) must span it (it spans {counted.exit_at - counted.entry})")
         self._virtual = bool(automaton.counted)  # states may hold counts (rows are keyed without them)
+        #: Tokens longer than some loop's margin, checked against the count near its exit.
+        self._long = LongTokens(automaton, self._token_bytes, longest) if short else None
         self.reach = self._pop_reach()
         self._rows: dict = {}
         self._memo = new_loop_memo(automaton.num_states)
@@ -457,6 +475,8 @@ class TokenPDA(EngineBase):
     def mask_words(self, state: tuple) -> np.ndarray:
         """The packed uint32 mask of ``state`` (EOS bits included when accepting); do not modify."""
         if self._virtual:
+            if self._long is not None and self._long.near_bound(state):
+                return self._near_bound_row(state)
             state = self._without_counts(state)
         row = self._rows.get(state)
         if row is None:
@@ -464,6 +484,26 @@ class TokenPDA(EngineBase):
                 row = self._config_row(state[0])
             else:
                 row = np.bitwise_or.reduce([self._config_row(c) for c in state])
+            if self.automaton.is_accepting(state):
+                row = row | self._eos_words
+            row = self._rows.setdefault(state, row)
+        return row
+
+    def _near_bound_row(self, state: tuple) -> np.ndarray:
+        """The mask of a state with a loop count near its exit: each configuration's row
+        less the long tokens that would pass its string's bound (memoised with the counts:
+        there are at most as many per loop state as the longest token has bytes)."""
+        row = self._rows.get(state)
+        if row is None:
+            stride, parts = self.automaton.stride, []
+            for config in state:
+                part = self._config_row(config[:-1] + (config[-1] % stride,))
+                over = self._long.overflowing(config)
+                if over.size:
+                    part = part.copy()
+                    np.bitwise_and.at(part, over >> 5, ~(np.uint32(1) << (over & 31).astype(np.uint32)))
+                parts.append(part)
+            row = np.bitwise_or.reduce(parts)
             if self.automaton.is_accepting(state):
                 row = row | self._eos_words
             row = self._rows.setdefault(state, row)

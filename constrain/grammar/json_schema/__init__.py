@@ -97,23 +97,23 @@ class SchemaLanguage:
         pda = self.pushdown(BYTE_MARGIN)
         return UniqueItemsAutomaton(pda, self.unique) if self.unique else pda
 
-    def pushdown(self, margin: int) -> PushdownDFA:
-        """``dfa`` with its calls, counted loops exact for tokens of up to ``margin`` bytes."""
-        return pushdown_automaton(self.dfa, self.callee, self.counted, margin, self.recursive, self.counted_symbols)
+    def pushdown(self, longest: int) -> PushdownDFA:
+        """``dfa`` with its calls, counted loops sized for tokens of up to ``longest`` bytes."""
+        return pushdown_automaton(self.dfa, self.callee, self.counted, longest, self.recursive, self.counted_symbols)
 
 
 #: Any margin is exact byte by byte; it only matters to the masks of tokens.
 BYTE_MARGIN = 8
 
 
-def pushdown_automaton(dfa: ByteDFA, callee: ByteDFA | None, counted, margin: int,
+def pushdown_automaton(dfa: ByteDFA, callee: ByteDFA | None, counted, longest: int,
                        recursive: Mapping[int, ByteDFA] | None = None,
                        counted_symbols: Sequence[int] | None = None) -> PushdownDFA:
     """The pushdown automaton of a compiled schema (see :class:`SchemaLanguage`)."""
     callees = []
     for string in counted:
         try:
-            callees.append(counted_string_callee(string, margin))
+            callees.append(counted_string_callee(string, longest))
         except RegexError as err:  # a tokenizer with longer tokens than LONGEST_TOKEN
             raise SchemaError(err.reason, string.pointer) from None
     return PushdownDFA(dfa, callee, callees, recursive, counted_symbols)

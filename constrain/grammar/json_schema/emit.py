@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -56,6 +57,9 @@ OPERAND_ANY_DEPTH = 3
 _NO_VALUE = -1
 # The _callee_symbols key of the callee of JSON documents inside strings (no schema pointer looks so).
 _JSON_TEXT = ("contentMediaType: application/json",)
+#: A patterned string closer than PATTERN_COUNT apart that the document writes more than once
+#: is one shared (eager) callee from this many states; smaller ones are copied at each site.
+SHARED_STRING_STATES = 2000
 # property_order="any" tracks the set of members written: 2**k states per object.
 MAX_ANY_ORDER_MEMBERS = 6
 #: Call symbols the shared definitions leave free, for recursive definitions.
@@ -252,7 +256,11 @@ class SchemaEmitter:
     @cached_property
     def _long_count(self) -> int:
         """How many counted strings the schema's long bounds may need (scanned once, when needed)."""
-        return len(_long_bounds(self.doc.root))
+        return len(self._callee_bounds)
+
+    @cached_property
+    def _callee_bounds(self) -> set[tuple]:
+        return _long_bounds(self.doc.root)
 
     def _callee_key(self, locs: list[Loc]) -> tuple[str, ...]:
         """What a recursive callee is keyed by: its schemas, each followed through references
@@ -378,7 +386,7 @@ class SchemaEmitter:
             return None
         counted = CountedString(low, high, patterns, formats, pointer)
         if counted not in self.counted:
-            if (patterns or formats) and (high - low < PATTERN_COUNT or not self._pattern_count(counted)):
+            if (patterns or formats) and not self._patterned_callee(counted):
                 return None
             short = sum(c.is_inlined for c in self.counted)
             if (len(self.counted) == len(COUNTED_SYMBOLS) or COUNTED_SYMBOLS[len(self.counted)] in self._callee_symbols.values()
@@ -386,6 +394,20 @@ class SchemaEmitter:
                 return None
             self.counted.append(counted)
         return Automaton(call_marker(COUNTED_SYMBOLS[self.counted.index(counted)]))
+
+    def _patterned_callee(self, counted: CountedString) -> bool:
+        """Whether a string with patterns or formats is a call: a counted loop from
+        :data:`PATTERN_COUNT` apart; closer, an eager callee where the document writes the
+        same large string more than once (word-count patterns with ``maxLength: 100`` as
+        the items of several arrays: one shared copy instead of one per site)."""
+        if counted.high - counted.low >= PATTERN_COUNT:
+            return self._pattern_count(counted)
+        if _bounds_key(counted.low, counted.high, counted.patterns, counted.formats) not in self._callee_bounds:
+            return False
+        try:
+            return counted.eager_dfa().num_states >= SHARED_STRING_STATES
+        except RegexError:  # no content meets them all: the eager tree says so
+            return False
 
     @staticmethod
     def _pattern_count(counted: CountedString) -> bool:
@@ -1285,21 +1307,35 @@ def _string_pointer(spec: Spec) -> str:
 
 
 def _long_bounds(root: Any) -> set[tuple]:
-    """The (minLength, maxLength, pattern, format) a document writes that would be long counted
-    callees (a raw scan: merged bounds can differ, which only changes who gets a symbol)."""
+    """The strings a document writes that would be counted callees, by :func:`_bounds_key`:
+    long bounds, and patterned strings from :data:`SHORT_STRING` apart written more than once
+    (a raw scan: merged bounds can differ, which only changes who gets a symbol)."""
     found: set[tuple] = set()
+    repeated: Counter = Counter()
     todo = [root]
     while todo:
         node = todo.pop()
         if isinstance(node, dict):
             low, high = node.get("minLength", 0), node.get("maxLength")
-            if isinstance(high, int) and isinstance(low, int) and high - low >= (
-                    PATTERN_COUNT if "pattern" in node or "format" in node else LONG_STRING):
-                found.add((low, high, str(node.get("pattern")), str(node.get("format"))))
+            if isinstance(high, int) and isinstance(low, int):
+                patterned = "pattern" in node or "format" in node
+                key = _bounds_key(low, high, _raw(node.get("pattern")), _raw(node.get("format")))
+                if high - low >= (PATTERN_COUNT if patterned else LONG_STRING):
+                    found.add(key)
+                elif patterned and high - low >= SHORT_STRING:
+                    repeated[key] += 1
             todo.extend(node.values())
         elif isinstance(node, list):
             todo.extend(node)
-    return found
+    return found | {key for key, times in repeated.items() if times > 1}
+
+
+def _raw(keyword: Any) -> tuple[str, ...]:
+    return (keyword,) if isinstance(keyword, str) else ()
+
+
+def _bounds_key(low: int, high: int, patterns: tuple[str, ...], formats: tuple[str, ...]) -> tuple:
+    return (low, high, patterns, formats)
 
 
 def _string_blame(spec: Spec, patterns: list[str], formats: list[str], reason: str) -> str:

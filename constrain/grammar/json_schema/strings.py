@@ -28,7 +28,7 @@ from .trees import EMPTY, NOTHING, alt, lit, seq, star
 
 __all__ = ["encode_chars", "string_tree", "encoded_string", "ANY_CHAR", "pattern_tree", "format_dfa", "any_string_dfa",
            "counted_dfa", "length_range", "counted_string_dfa", "counted_string_callee", "CountedString", "counted_states", "LONG_STRING",
-           "SHORT_STRING", "MAX_SHORT_COUNTS", "PATTERN_COUNT", "bounds_implied"]
+           "SHORT_STRING", "MAX_SHORT_COUNTS", "PATTERN_COUNT", "COUNT_MARGIN", "callee_margin", "bounds_implied"]
 
 #: Strings whose length bounds are this far apart are counted callees outside products
 #: (:func:`counted_string_callee`): an eager count costs ~14 states per character.
@@ -40,11 +40,18 @@ SHORT_STRING = 64
 MAX_SHORT_COUNTS = 6
 #: Strings with patterns or formats are counted callees from this far apart (they are never
 #: inlined: a pattern's eager count costs its states per character, and a product to build).
-PATTERN_COUNT = 200
-#: The longest token (bytes) a schema's counted callees are sized for when they are chosen:
-#: Llama-3's, Qwen2.5's and GPT-2's (Llama-2's is 27).  A tokenizer with longer tokens gets a
-#: SchemaError naming the string when its masks are built, if the callee is then too large.
+#: Closer, the loop could not span the longest token beside the copies after it
+#: (:func:`callee_margin`).
+PATTERN_COUNT = 150
+#: The longest token (bytes) a schema's counted callees are chosen for: Llama-3's, Qwen2.5's
+#: and GPT-2's (Llama-2's is 27).  A counted loop must span it; a tokenizer with longer tokens
+#: gets a SchemaError naming the string when its masks are built, if the callee is then too large.
 LONGEST_TOKEN = 128
+#: How many bytes of a token the copies after a counted loop are sized for.  Longer tokens
+#: (1,312 of Llama-3's) are checked against the count near the loop's exit instead
+#: (:mod:`constrain.automata.counted_loops`): sizing the copies for 128 bytes made them most of
+#: a counted callee's states.
+COUNT_MARGIN = 16
 #: ...unless ``minLength`` itself is larger than this (the copies before the loop stay eager).
 MAX_COUNTED_LOW = 4096
 
@@ -507,7 +514,7 @@ class CountedString:
 
     def fits(self, longest_token: int = LONGEST_TOKEN) -> bool:
         """Whether its callee stays within ``MAX_DFA_STATES`` for tokens of up to ``longest_token`` bytes."""
-        return _callee_states(self, longest_token) <= MAX_DFA_STATES
+        return _callee_states(self, callee_margin(self, longest_token)) <= MAX_DFA_STATES
 
     def describe(self) -> str:
         parts = [f"pattern {p!r}" for p in self.patterns] + [f"format {f!r}" for f in self.formats]
@@ -529,6 +536,16 @@ def _room(counted: CountedString, margin: int) -> int:
     return margin + max(_units_to_finish(counted.patterns, counted.formats) - 1, 0)
 
 
+def callee_margin(counted: CountedString, longest: int) -> int:
+    """The margin of ``counted``'s callee for tokens of up to ``longest`` bytes:
+    :data:`COUNT_MARGIN` when the loop then spans the longest token (the rest is checked
+    near the exit: :mod:`constrain.automata.counted_loops`), else ``longest`` itself."""
+    margin = min(COUNT_MARGIN, longest)
+    if counted.high - _room(counted, margin) - counted.low >= longest:
+        return margin
+    return longest
+
+
 def _callee_states(counted: CountedString, margin: int) -> int:
     """About how many states :func:`counted_string_callee` builds (before pruning)."""
     rows = _content_units(counted.patterns, counted.formats)[0]
@@ -546,7 +563,7 @@ def _eager_counted(counted: CountedString) -> ByteDFA:
 
 
 @lru_cache(maxsize=64)
-def counted_string_callee(counted: CountedString, margin: int) -> CountedCallee:
+def counted_string_callee(counted: CountedString, longest: int) -> CountedCallee:
     """``counted`` as a callee whose middle loop counts its characters.
 
     States: the opening quote; ``low`` eager copies of the content's states (a
@@ -556,9 +573,10 @@ def counted_string_callee(counted: CountedString, margin: int) -> CountedCallee:
     on where the content may end.  The content's states are those of its
     patterns' and formats' automaton paired with the position inside the current
     character (:func:`_content_units`).  The copies after the loop number
-    ``margin`` plus the characters the content may still need to end, so that no
-    token walked in the loop, which ignores the count, can pass the bound.  With
-    no room for a loop, the eager DFA.
+    the margin (:func:`callee_margin` for tokens of up to ``longest`` bytes) plus the
+    characters the content may still need to end, so that no token of up to the
+    margin's bytes walked in the loop, which ignores the count, can pass the bound
+    (longer ones are checked at mask time).  With no room for a loop, the eager DFA.
 
     Raises
     ------
@@ -568,9 +586,10 @@ def counted_string_callee(counted: CountedString, margin: int) -> CountedCallee:
     """
     rows, ends, done = _content_units(counted.patterns, counted.formats)
     low, high, n = counted.low, counted.high, rows.shape[0]
+    margin = callee_margin(counted, longest)
     room = _room(counted, margin)
     if high - room <= low:
-        return CountedCallee(counted.eager_dfa(), 0, 0, (), low, high, margin)
+        return CountedCallee(counted.eager_dfa(), 0, 0, (), low, high, margin, high)
     copies = low + room + 2  # counts 0..low-1, the loop, then high - room..high
     states = _callee_states(counted, margin)
     if states > MAX_DFA_STATES:
@@ -602,7 +621,7 @@ def counted_string_callee(counted: CountedString, margin: int) -> CountedCallee:
     assert (exits != -2).all(), "the copies after the loop are too few for its states to end"
     dfa = ByteDFA(np.ascontiguousarray(trans[live], dtype=np.int32), accepting[live], 0)
     first = int(new_index[loop[0]])
-    return CountedCallee(dfa, first, first + loop.size, tuple(exits.tolist()), low, high - room, margin)
+    return CountedCallee(dfa, first, first + loop.size, tuple(exits.tolist()), low, high - room, margin, high)
 
 
 @lru_cache(maxsize=64)
