@@ -439,7 +439,7 @@ def _words(count: int, length: int, rng: random.Random) -> str:
 
 
 def test_word_count_patterns_with_long_tokens_near_the_bound(infos):
-    """A word-count pattern (1,400 content states) is a counted loop sized for 16-byte tokens;
+    """A word-count pattern (380 content states) is a counted loop sized for 16-byte tokens;
     Llama-3's longer ones (up to 128 bytes) are checked against the count near the bound.
     Every mask equals the eagerly counted DFA's, and a long token that fits far from the
     bound is refused where it would pass it."""
@@ -510,7 +510,7 @@ def test_oversized_pattern_counts_are_schema_errors_with_pointers():
     """Too many content states to copy: the eager count's error names the string at emit time;
     a tokenizer with tokens too long for the callee gets one naming it when masks are built."""
     words = {"type": "string", "pattern": r"^(?:\S+\s+){0,49}\S+$", "minLength": 200, "maxLength": 20000}
-    with pytest.raises(SchemaError) as info:  # 200 eager copies of 1,400 content states before the loop
+    with pytest.raises(SchemaError) as info:  # 200 eager copies of 1,900 content states before the loop
         schema_to_dfa({"properties": {"w": words}})
     assert info.value.pointer == "/properties/w" and "maxLength 20000" in str(info.value)
     language = schema_to_dfa({"properties": {"e": {"type": "string", "format": "email", "maxLength": 5000}}})

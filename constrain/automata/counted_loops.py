@@ -6,7 +6,7 @@ exact for a token of ``margin`` bytes or fewer: the eager copies after the loop 
 many characters and the most the content still needs, so such a token either stays in the
 loop or finishes its walk in the copies.  Sizing ``margin`` for the longest token (128
 bytes in Llama-3) made the copies the bulk of every counted callee: a word-count pattern
-(``^(?:\\S+\\s+){0,49}\\S+$``, 1,500 content states) with ``maxLength: 500`` needed 200,000
+(``^(?:\\S+\\s+){0,49}\\S+$``, 1,900 content states) with ``maxLength: 500`` needed 200,000
 states and was refused.  Tokens of more than 16 bytes are few (1,312 of Llama-3's 128,256),
 so the callees are sized for those (:data:`~constrain.grammar.json_schema.strings.COUNT_MARGIN`)
 and the long ones are checked here, only where a configuration's count is within one
@@ -44,18 +44,10 @@ class LongTokens:
     below ``longest`` (the vocabulary's longest token, in bytes).
     """
 
-    def __init__(self, pda, token_bytes: Sequence[bytes], longest: int) -> None:
+    def __init__(self, pda, info, longest: int) -> None:
         self.pda = pda
         self.longest = longest
-        shortest = min(c.margin for c in pda.counted if c.loops)
-        ids = [t for t, data in enumerate(token_bytes) if len(data) > shortest]
-        self.ids = np.asarray(ids, dtype=np.int64)
-        self.lengths = np.asarray([len(token_bytes[t]) for t in ids], dtype=np.int64)
-        width = int(self.lengths.max()) if ids else 0
-        self.bytes = np.zeros((len(ids), width), dtype=np.int64)
-        for row, token in enumerate(ids):
-            data = token_bytes[token]
-            self.bytes[row, :len(data)] = np.frombuffer(data, dtype=np.uint8)
+        self.ids, self.lengths, self.bytes = _long_tokens(info, min(c.margin for c in pda.counted if c.loops))
         self._needs: dict[int, np.ndarray] = {}
         self._walks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -123,6 +115,26 @@ class LongTokens:
         if found is None:
             found = self._needs[index] = _characters_to_end(self.pda, index)
         return found
+
+
+_LONG_TOKENS: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _long_tokens(info, margin: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ids, lengths and zero-padded bytes of ``info``'s tokens of more than ``margin``
+    bytes (built once per vocabulary: a scan of the whole vocabulary costs milliseconds)."""
+    key = (info.hash, margin)
+    found = _LONG_TOKENS.get(key)
+    if found is None:
+        token_bytes: Sequence[bytes] = info.token_bytes
+        ids = [t for t, data in enumerate(token_bytes) if len(data) > margin]
+        lengths = np.asarray([len(token_bytes[t]) for t in ids], dtype=np.int64)
+        table = np.zeros((len(ids), int(lengths.max()) if ids else 0), dtype=np.int64)
+        for row, token in enumerate(ids):
+            data = token_bytes[token]
+            table[row, :len(data)] = np.frombuffer(data, dtype=np.uint8)
+        found = _LONG_TOKENS[key] = (np.asarray(ids, dtype=np.int64), lengths, table)
+    return found
 
 
 def _characters_to_end(pda, index: int) -> np.ndarray:

@@ -437,7 +437,7 @@ class TokenPDA(EngineBase):
                                  f"({longest} bytes) must span it (it spans {counted.exit_at - counted.entry})")
         self._virtual = bool(automaton.counted)  # states may hold counts (rows are keyed without them)
         #: Tokens longer than some loop's margin, checked against the count near its exit.
-        self._long = LongTokens(automaton, self._token_bytes, longest) if short else None
+        self._long = LongTokens(automaton, info, longest) if short else None
         self.reach = self._pop_reach()
         self._rows: dict = {}
         self._memo = new_loop_memo(automaton.num_states)
