@@ -487,6 +487,10 @@ def test_repeated_large_patterned_strings_share_one_eager_callee():
     assert not callee.loops and callee.dfa.num_states > 20000 > 50 * language.dfa.num_states
     once = schema_to_dfa({"type": "object", "properties": {"b": item}})  # a single site: copied in place
     assert once.counted == ()
+    # Unknown formats are annotations in the scan too; small repeated strings stay in place.
+    for other in ({"type": "string", "format": "expose", "maxLength": 100}, {"type": "string", "pattern": "^a+$",
+                                                                              "maxLength": 100}):
+        assert schema_to_dfa({"properties": {"a": other, "b": dict(other)}}).counted == ()
     rng = random.Random(5)
     automaton = language.automaton
     for _ in range(200):

@@ -260,7 +260,10 @@ class SchemaEmitter:
 
     @cached_property
     def _callee_bounds(self) -> set[tuple]:
-        return _long_bounds(self.doc.root)
+        """The strings that may take a counted symbol (:func:`_long_bounds`): repeated ones only
+        when large, so that small ones leave their symbols to shared definitions."""
+        long, repeated = _long_bounds(self.doc.root)
+        return long | {key for key in repeated if _large_string(*key)}
 
     def _callee_key(self, locs: list[Loc]) -> tuple[str, ...]:
         """What a recursive callee is keyed by: its schemas, each followed through references
@@ -402,12 +405,7 @@ class SchemaEmitter:
         the items of several arrays: one shared copy instead of one per site)."""
         if counted.high - counted.low >= PATTERN_COUNT:
             return self._pattern_count(counted)
-        if _bounds_key(counted.low, counted.high, counted.patterns, counted.formats) not in self._callee_bounds:
-            return False
-        try:
-            return counted.eager_dfa().num_states >= SHARED_STRING_STATES
-        except RegexError:  # no content meets them all: the eager tree says so
-            return False
+        return _bounds_key(counted.low, counted.high, counted.patterns, counted.formats) in self._callee_bounds
 
     @staticmethod
     def _pattern_count(counted: CountedString) -> bool:
@@ -1306,10 +1304,11 @@ def _string_pointer(spec: Spec) -> str:
     return (spec.sources[0].pointer if spec.sources else "") or "#"
 
 
-def _long_bounds(root: Any) -> set[tuple]:
-    """The strings a document writes that would be counted callees, by :func:`_bounds_key`:
-    long bounds, and patterned strings from :data:`SHORT_STRING` apart written more than once
-    (a raw scan: merged bounds can differ, which only changes who gets a symbol)."""
+def _long_bounds(root: Any) -> tuple[set[tuple], set[tuple]]:
+    """The strings a document writes that may be counted callees, by :func:`_bounds_key`:
+    those with long bounds, and the patterned ones from :data:`SHORT_STRING` apart written
+    more than once (a raw scan: merged bounds can differ, which only changes who gets a
+    symbol)."""
     found: set[tuple] = set()
     repeated: Counter = Counter()
     todo = [root]
@@ -1318,8 +1317,10 @@ def _long_bounds(root: Any) -> set[tuple]:
         if isinstance(node, dict):
             low, high = node.get("minLength", 0), node.get("maxLength")
             if isinstance(high, int) and isinstance(low, int):
-                patterned = "pattern" in node or "format" in node
-                key = _bounds_key(low, high, _raw(node.get("pattern")), _raw(node.get("format")))
+                fmt = node.get("format")
+                formats = (fmt,) if isinstance(fmt, str) and fmt in FORMATS else ()  # others are annotations
+                patterned = "pattern" in node or bool(formats)
+                key = _bounds_key(low, high, _raw(node.get("pattern")), formats)
                 if high - low >= (PATTERN_COUNT if patterned else LONG_STRING):
                     found.add(key)
                 elif patterned and high - low >= SHORT_STRING:
@@ -1327,11 +1328,20 @@ def _long_bounds(root: Any) -> set[tuple]:
             todo.extend(node.values())
         elif isinstance(node, list):
             todo.extend(node)
-    return found | {key for key, times in repeated.items() if times > 1}
+    return found, {key for key, times in repeated.items() if times > 1}
 
 
-def _raw(keyword: Any) -> tuple[str, ...]:
-    return (keyword,) if isinstance(keyword, str) else ()
+def _large_string(low: int, high: int, patterns: tuple[str, ...], formats: tuple[str, ...]) -> bool:
+    """Whether the eager DFA of this string has :data:`SHARED_STRING_STATES` states (built
+    now rather than at its first site: it is memoised either way)."""
+    try:
+        return CountedString(low, high, patterns, formats).eager_dfa().num_states >= SHARED_STRING_STATES
+    except (RegexError, SchemaError):  # no content meets them all, or a bad pattern: its site says so
+        return False
+
+
+def _raw(pattern: Any) -> tuple[str, ...]:
+    return (pattern,) if isinstance(pattern, str) else ()
 
 
 def _bounds_key(low: int, high: int, patterns: tuple[str, ...], formats: tuple[str, ...]) -> tuple:
