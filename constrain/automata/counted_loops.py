@@ -54,26 +54,28 @@ class LongTokens:
     def near_bound(self, state: tuple) -> bool:
         """Whether some configuration of ``state`` is in a loop with a count a long token can
         carry past its exit (only those need :meth:`overflowing`)."""
-        stride, loop_of, loops = self.pda.stride, self.pda.loop_of, self.pda.counted
-        for config in state:
-            current = config[-1]
-            if current >= stride:
-                loop = loops[loop_of[current % stride]]
-                if loop.margin < self.longest and current // stride - 1 + self.longest >= loop.exit_at:
-                    return True
-        return False
+        return any(self._loop_near_exit(config) is not None for config in state)
 
     def overflowing(self, config: tuple) -> np.ndarray:
         """The long tokens that ``config`` (in a loop, with its count) cannot read: those its
         row may allow but whose string would pass ``maxLength``."""
-        stride = self.pda.stride
-        current = config[-1]
-        state, count = current % stride, current // stride - 1
-        loop = self.pda.counted[self.pda.loop_of[state]]
-        if loop.margin >= self.longest or count + self.longest < loop.exit_at:
+        loop = self._loop_near_exit(config)
+        if loop is None:
             return self.ids[:0]
+        state, count = config[-1] % self.pda.stride, config[-1] // self.pda.stride - 1
         needed, walked = self._walked(state)
         return self.ids[walked & (self.lengths > loop.margin) & (needed > loop.high - count)]
+
+    def _loop_near_exit(self, config: tuple):
+        """The counted callee whose loop ``config`` is in, if its margin is below the longest
+        token and its count within one longest token of the exit (None otherwise)."""
+        current, stride = config[-1], self.pda.stride
+        if current < stride:
+            return None
+        loop = self.pda.counted[self.pda.loop_of[current % stride]]
+        if loop.margin < self.longest and current // stride - 1 + self.longest >= loop.exit_at:
+            return loop
+        return None
 
     def _walked(self, state: int) -> tuple[np.ndarray, np.ndarray]:
         """Per long token from loop state ``state``: the characters its string then holds at

@@ -473,40 +473,35 @@ class TokenPDA(EngineBase):
         return self.reader.walk(state, self._token_bytes[token_id])
 
     def mask_words(self, state: tuple) -> np.ndarray:
-        """The packed uint32 mask of ``state`` (EOS bits included when accepting); do not modify."""
-        if self._virtual:
-            if self._long is not None and self._long.near_bound(state):
-                return self._near_bound_row(state)
+        """The packed uint32 mask of ``state`` (EOS bits included when accepting); do not modify.
+
+        Rows are keyed without loop counts, except where a count is within a long token of
+        its loop's exit (:mod:`.counted_loops`): those keep their counts (at most as many per
+        loop state as the longest token has bytes)."""
+        if self._virtual and not (self._long is not None and self._long.near_bound(state)):
             state = self._without_counts(state)
         row = self._rows.get(state)
         if row is None:
             if len(state) == 1:
-                row = self._config_row(state[0])
+                row = self._counted_row(state[0])
             else:
-                row = np.bitwise_or.reduce([self._config_row(c) for c in state])
+                row = np.bitwise_or.reduce([self._counted_row(c) for c in state])
             if self.automaton.is_accepting(state):
                 row = row | self._eos_words
             row = self._rows.setdefault(state, row)
         return row
 
-    def _near_bound_row(self, state: tuple) -> np.ndarray:
-        """The mask of a state with a loop count near its exit: each configuration's row
-        less the long tokens that would pass its string's bound (memoised with the counts:
-        there are at most as many per loop state as the longest token has bytes)."""
-        row = self._rows.get(state)
-        if row is None:
-            stride, parts = self.automaton.stride, []
-            for config in state:
-                part = self._config_row(config[:-1] + (config[-1] % stride,))
-                over = self._long.overflowing(config)
-                if over.size:
-                    part = part.copy()
-                    np.bitwise_and.at(part, over >> 5, ~(np.uint32(1) << (over & 31).astype(np.uint32)))
-                parts.append(part)
-            row = np.bitwise_or.reduce(parts)
-            if self.automaton.is_accepting(state):
-                row = row | self._eos_words
-            row = self._rows.setdefault(state, row)
+    def _counted_row(self, config: tuple) -> np.ndarray:
+        """:meth:`_config_row`, for a configuration inside a counted loop less the long tokens
+        that would pass its string's bound."""
+        stride = self.automaton.stride
+        if config[-1] < stride:
+            return self._config_row(config)
+        row = self._config_row(config[:-1] + (config[-1] % stride,))
+        over = self._long.overflowing(config)
+        if over.size:
+            row = row.copy()
+            np.bitwise_and.at(row, over >> 5, ~(np.uint32(1) << (over & 31).astype(np.uint32)))
         return row
 
     def _without_counts(self, state: tuple) -> tuple:
