@@ -18,6 +18,7 @@ import numpy as np
 from .automata.byte_dfa import ByteDFA, regex_to_dfa
 from .automata.cache import DiskCache, content_key, default_cache
 from .automata.pushdown import TokenPDA
+from .automata.member_sets import MemberSetTokenPDA
 from .automata.unique_items import UniqueItemsTokenPDA
 from .automata.token_dfa import TokenDFA
 from .automata.token_trie import token_trie_for
@@ -228,9 +229,14 @@ class Compiler:
         property_order:
             ``"schema"``: listed properties in the schema's order, then any others;
             ``"any"``: the model picks the order, each property at most once and
-            every required one present (objects of up to 6 listed properties; larger
-            ones stay in schema order, said in ``notes``; objects inside ``oneOf``,
-            ``not`` and ``if`` keep one shared order, which keeps those exact).
+            every required one present.  An object is a loop over its members whose
+            repeats, required keys and ``minProperties`` the matcher keeps
+            (:mod:`constrain.automata.member_sets`); where that cannot stand (a
+            ``maxProperties`` below the keys there are, dependencies or ``oneOf`` of
+            required sets, documents with ``uniqueItems``, no call symbol left) an
+            object of up to 6 listed properties is a graph over the sets written, and
+            larger ones stay in schema order, said in ``notes``.  Objects inside
+            ``oneOf``, ``not`` and ``if`` keep one shared order, which keeps those exact.
         strict:
             Raise :class:`~constrain.errors.SchemaError` for keywords that cannot be
             enforced exactly (``uniqueItems`` over items of more than 8 values that
@@ -273,9 +279,9 @@ class Compiler:
         key = ("json_schema", text, options)
         compiled = self._memory_get(key)
         if compiled is None:
-            disk_key = content_key("json-schema-dfa-7", text, repr(options))
+            disk_key = content_key("json-schema-dfa-8", text, repr(options))
             stored = self._disk.load("dfa", disk_key)
-            if stored is not None and {"trans", "accepting", "start", "notes", "counted", "unique"} <= stored.keys():
+            if stored is not None and {"trans", "accepting", "start", "notes", "counted", "unique", "members"} <= stored.keys():
                 language = _stored_language(stored)
             else:
                 language = schema_to_dfa(value, options, resources)
@@ -284,7 +290,10 @@ class Compiler:
                 engine: Any = TokenDFA(language.dfa, self.tokenizer_info, self._disk)
             else:
                 longest = token_trie_for(self.tokenizer_info, self._disk).max_depth
-                if language.unique:
+                if language.members:
+                    engine = MemberSetTokenPDA(language.pushdown(longest), self.tokenizer_info, self._disk,
+                                               language.members)
+                elif language.unique:
                     engine = UniqueItemsTokenPDA(language.pushdown(longest), self.tokenizer_info, self._disk,
                                                  language.unique)
                 else:
@@ -358,6 +367,8 @@ def _language_arrays(language) -> dict[str, np.ndarray]:
         arrays["counted_symbols"] = np.asarray(language.counted_symbols, dtype=np.int32)
     arrays["notes"] = np.frombuffer(json.dumps(language.notes).encode(), dtype=np.uint8)
     arrays["unique"] = np.asarray(sorted(language.unique.items()), dtype=np.int64).reshape(-1, 2)
+    members = {str(symbol): rule.to_json() for symbol, rule in language.members.items()}
+    arrays["members"] = np.frombuffer(json.dumps(members).encode(), dtype=np.uint8)
     return arrays
 
 
@@ -366,6 +377,7 @@ def _stored_language(stored: Mapping[str, np.ndarray]):
     import json
 
     from .grammar.json_schema import SchemaLanguage
+    from .automata.member_sets import MemberRule
     from .grammar.json_schema.strings import CountedString
 
     symbols = sorted(int(name[len("recursive"):-len("_trans")]) for name in stored
@@ -376,7 +388,8 @@ def _stored_language(stored: Mapping[str, np.ndarray]):
         tuple(CountedString.from_json(c) for c in json.loads(bytes(stored["counted"]).decode())),
         {symbol: _stored_dfa(stored, f"recursive{symbol}_") for symbol in symbols},
         tuple(stored["counted_symbols"].tolist()) if "counted_symbols" in stored else None,
-        {int(symbol): int(values) for symbol, values in stored["unique"].tolist()})
+        {int(symbol): int(values) for symbol, values in stored["unique"].tolist()},
+        {int(symbol): MemberRule.from_json(rule) for symbol, rule in json.loads(bytes(stored["members"]).decode()).items()})
 
 
 def _stored_dfa(stored: Mapping[str, np.ndarray], prefix: str) -> ByteDFA:

@@ -52,8 +52,9 @@ from .engine_base import EngineBase
 from .token_dfa import MAX_FORCED_BYTES
 from .token_trie import new_loop_memo
 
-__all__ = ["CALL", "COUNTED_SYMBOLS", "CALL_SYMBOLS", "call_marker", "called_symbols", "has_calls", "expand_calls",
-           "inline_calls", "CountedCallee", "ByteReader", "PushdownDFA", "TokenPDA"]
+__all__ = ["CALL", "COUNTED_SYMBOLS", "CALL_SYMBOLS", "WIDE_CALL", "WIDE_SYMBOLS", "call_marker", "called_symbols",
+           "wide_calls", "without_symbols", "has_calls", "expand_calls",
+           "inline_calls", "CountedCallee", "ByteReader", "PushdownDFA", "TokenPDA", "ReaderTokenPDA"]
 
 #: The byte that stands for "one value of the callee" in a DFA with calls.
 CALL = 0xFF
@@ -63,11 +64,47 @@ CALL_SYMBOLS = COUNTED_SYMBOLS + (CALL,)
 _FIRST_SYMBOL = COUNTED_SYMBOLS[0]
 
 
+#: The byte that begins a two-byte call: it and an id byte stand for "one value of callee
+#: ``0x100 + id``" (a *wide* symbol).  0xC1 never occurs in UTF-8 (0xC0 marks polarity
+#: cuts).  Wide symbols are for callees beyond the eleven one-byte ones: one per kind of
+#: object whose members come in any order (:mod:`.member_sets`).
+WIDE_CALL = 0xC1
+#: The wide symbols (:data:`WIDE_CALL` and one id byte).
+WIDE_SYMBOLS = range(0x100, 0x200)
+
+
 def call_marker(symbol: int = CALL) -> ByteDFA:
-    """The DFA of the one-symbol text ``symbol`` (embed it where a callee value goes)."""
+    """The DFA of the one-symbol text ``symbol`` (embed it where a callee value goes): one
+    byte, or :data:`WIDE_CALL` and the id byte of a wide symbol."""
+    if symbol in WIDE_SYMBOLS:
+        trans = np.full((3, 256), -1, dtype=np.int32)
+        trans[0, WIDE_CALL], trans[1, symbol & 0xFF] = 1, 2
+        return ByteDFA(trans, np.array([False, False, True]), 0)
     trans = np.full((2, 256), -1, dtype=np.int32)
     trans[0, symbol] = 1
     return ByteDFA(trans, np.array([False, True]), 0)
+
+
+def wide_calls(trans: np.ndarray) -> list[tuple[int, int, int]]:
+    """``(state, symbol, return state)`` of every wide call move (:data:`WIDE_CALL`, id) in ``trans``."""
+    callers = np.flatnonzero(trans[:, WIDE_CALL] >= 0)
+    found = []
+    for state, middle in zip(callers.tolist(), trans[callers, WIDE_CALL].tolist()):
+        row = trans[middle]
+        found += [(state, WIDE_SYMBOLS[0] + byte, int(row[byte])) for byte in np.flatnonzero(row >= 0).tolist()]
+    return found
+
+
+def without_symbols(trans: np.ndarray, symbols) -> np.ndarray:
+    """A copy of ``trans`` without the call moves on ``symbols`` (one-byte or wide)."""
+    trans = trans.copy()
+    narrow = sorted(s for s in symbols if s not in WIDE_SYMBOLS)
+    trans[:, narrow] = -1
+    wide = [s & 0xFF for s in symbols if s in WIDE_SYMBOLS]
+    if wide:
+        middles = np.unique(trans[trans[:, WIDE_CALL] >= 0, WIDE_CALL])
+        trans[np.ix_(middles, wide)] = -1
+    return trans
 
 
 def called_symbols(dfa: ByteDFA) -> frozenset[int]:
@@ -79,7 +116,10 @@ def called_symbols(dfa: ByteDFA) -> frozenset[int]:
     found = _CALLED.get(dfa)
     if found is None:
         used = (dfa.trans[:, CALL_SYMBOLS] >= 0).any(axis=0)
-        found = _CALLED[dfa] = frozenset(symbol for symbol, hit in zip(CALL_SYMBOLS, used.tolist()) if hit)
+        found = frozenset(symbol for symbol, hit in zip(CALL_SYMBOLS, used.tolist()) if hit)
+        if (dfa.trans[:, WIDE_CALL] >= 0).any():
+            found |= {symbol for _, symbol, _ in wide_calls(dfa.trans)}
+        _CALLED[dfa] = found
     return found
 
 
@@ -293,7 +333,8 @@ class PushdownDFA(ByteReader):
         if len(counted_symbols) != len(counted) or len(set(counted_symbols)) != len(counted) \
                 or not set(counted_symbols) <= set(COUNTED_SYMBOLS):
             raise ValueError(f"each counted callee needs its own counted symbol, got {[hex(s) for s in counted_symbols]}")
-        clashing = [hex(s) for s in recursive if s not in COUNTED_SYMBOLS or s in counted_symbols]
+        clashing = [hex(s) for s in recursive
+                    if s not in WIDE_SYMBOLS and (s not in COUNTED_SYMBOLS or s in counted_symbols)]
         if clashing:
             raise ValueError(f"recursive callees need counted symbols the counted ones leave: {', '.join(clashing)}")
         self.dfa = dfa
@@ -306,11 +347,18 @@ class PushdownDFA(ByteReader):
         table = _stacked(blocks, offsets)
         on_symbols = table[:, CALL_SYMBOLS]  # one strided gather serves the check and call_ret
         used = (on_symbols >= 0).any(axis=0).tolist()
+        wide = wide_calls(table)
         unknown = [hex(symbol) for symbol, hit in zip(CALL_SYMBOLS, used) if hit and symbol not in symbols]
+        unknown += sorted({hex(symbol) for _, symbol, _ in wide if symbol not in symbols})
         if unknown:
             raise ValueError(f"the DFA calls symbols no callee stands for: {', '.join(unknown)}")
         #: call_ret[s, c]: where the text goes on after a value of callee c called at s (-1: no call).
-        self.call_ret = np.ascontiguousarray(on_symbols[:, [CALL_SYMBOLS.index(symbol) for symbol in symbols]])
+        self.call_ret = np.full((len(table), len(symbols)), -1, dtype=np.int32)
+        for column, symbol in enumerate(symbols):
+            if symbol not in WIDE_SYMBOLS:
+                self.call_ret[:, column] = on_symbols[:, CALL_SYMBOLS.index(symbol)]
+        for state, symbol, ret in wide:
+            self.call_ret[state, symbols.index(symbol)] = ret
         #: The table rows ``[lo, hi)`` of each callee, by its symbol.
         self.blocks = {symbol: (offsets[k + 1], offsets[k + 2]) for k, symbol in enumerate(symbols)}
         #: The start state of each callee, by column of ``call_ret``.
@@ -320,7 +368,8 @@ class PushdownDFA(ByteReader):
         callers, columns = np.nonzero(self.call_ret >= 0)  # by state, then by callee
         self.trans = table
         # The symbols are never text (a <0xFF> byte token must not call); only these moves are on them.
-        self.trans[callers, np.asarray(symbols, dtype=np.int64)[columns]] = -1
+        self.trans[callers, np.asarray([s if s not in WIDE_SYMBOLS else WIDE_CALL for s in symbols] or [0],
+                                       dtype=np.int64)[columns]] = -1
         self.accepting = np.concatenate([b.accepting for b in blocks])
         for start in self.callee_starts.tolist():
             if self.calls[start] >= 0 or self.accepting[start]:
@@ -386,9 +435,14 @@ class PushdownDFA(ByteReader):
 
     def step(self, state: tuple, byte: int) -> tuple:
         """The state after one byte (empty: the text left the language)."""
+        return self.move(self.closure(state), byte)
+
+    def move(self, closed, byte: int) -> tuple:
+        """The state after one byte from configurations already closed (:meth:`closure`):
+        for readers that drop some of them first, which a closure must not bring back."""
         item, loop_of, stride = self.trans.item, self.loop_of, self.stride
         moved = set()
-        for config in self.closure(state):
+        for config in closed:
             cur = config[-1]
             nxt = item(cur % stride, byte)
             if nxt >= 0:
@@ -561,3 +615,15 @@ class TokenPDA(EngineBase):
         rows = sum(r.nbytes for r in self._rows.values()) + sum(m.nbytes for m in self._memo)
         pda = self.automaton
         return int(pda.trans.nbytes + pda.call_ret.nbytes + pda.calls.nbytes + pda.accepting.nbytes + rows)
+
+
+class ReaderTokenPDA(TokenPDA):
+    """A :class:`TokenPDA` whose matcher states are ``(configurations, record)``: its
+    ``reader`` keeps a record of the text beside the configurations and refuses more
+    than the automaton does (:mod:`.unique_items`, :mod:`.member_sets`)."""
+
+    def forced_bytes(self, state: tuple) -> bytes:
+        data = super().forced_bytes(state[0])
+        while data and self.reader.walk(state, data) is None:  # forced bytes must stay viable here too
+            data = data[:-1]
+        return data

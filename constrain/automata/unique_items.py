@@ -30,7 +30,7 @@ from typing import Mapping, NamedTuple
 import numpy as np
 
 from .byte_dfa import ByteDFA
-from .pushdown import CALL_SYMBOLS, ByteReader, PushdownDFA, TokenPDA
+from .pushdown import CALL_SYMBOLS, WIDE_CALL, ByteReader, PushdownDFA, ReaderTokenPDA
 
 __all__ = ["string_values", "GOES_ON", "MANY_VALUES", "UniqueItemsAutomaton", "UniqueItemsTokenPDA"]
 
@@ -76,7 +76,7 @@ def _inside_graph(trans: np.ndarray, start: int, accepting: np.ndarray | None, e
     from ``node`` to ``nxt``, ``closing[node]`` 1 where the closing quote leaves from it.
     With ``accepting`` (an item's own DFA), None unless every closing quote ends the
     item and nothing inside accepts or calls."""
-    calls = list(CALL_SYMBOLS)
+    calls = [*CALL_SYMBOLS, WIDE_CALL]
     successors: dict[tuple[int, bool], dict[tuple[int, bool], int]] = {}
     closing: dict[tuple[int, bool], int] = {}
     todo = [(start, escaped)]
@@ -139,6 +139,47 @@ def _looping(successors: dict) -> set:
     return {node for node, nexts in alive.items() if nexts is not None}
 
 
+class StringEnds:
+    """How the strings open at states of one table can end: for keeping strings
+    distinct from those written before (array items, object keys)."""
+
+    def __init__(self, trans: np.ndarray) -> None:
+        self.trans = trans
+        self._loops: dict[tuple[int, bool], bool] = {}
+
+    def fresh(self, state: int, text: bytes, escaped: bool, written: frozenset[bytes]) -> bool:
+        """Some way on from ``state`` (inside a string, ``text`` read so far) closes the
+        string as one not in ``written`` (texts as the language spells them: one per
+        string).  Only paths along written texts are followed (a stack, not recursion:
+        texts may be long): any other byte leads to a fresh string, since every state
+        is live."""
+        trans = self.trans
+        todo = [(state, text, escaped)]
+        while todo:
+            state, text, escaped = todo.pop()
+            if not any(w.startswith(text) for w in written) or self.goes_on(state, escaped):
+                return True
+            row = trans[state]
+            for byte in np.flatnonzero(row >= 0).tolist():
+                if byte != _QUOTE or escaped:
+                    todo.append((int(row[byte]), text + bytes((byte,)), byte == _BACKSLASH and not escaped))
+                elif text not in written:
+                    return True
+        return False
+
+    def goes_on(self, state: int, escaped: bool) -> bool:
+        """Whether from (``state``, ``escaped``) inside a string some path never closes it."""
+        key = (state, escaped)
+        found = self._loops.get(key)
+        if found is None:
+            successors, _ = _inside_graph(self.trans, state, None, escaped)
+            looping = _looping(successors)
+            for node in successors:
+                self._loops[node] = node in looping
+            found = self._loops[key]
+        return found
+
+
 class _Track(NamedTuple):
     """What the text says about strings in arrays: the strings written directly in the
     innermost open container when it is an array (None otherwise, or once it holds
@@ -175,7 +216,7 @@ class UniqueItemsAutomaton(ByteReader):
         self._values = block_values.tolist()
         self._bounded = any(count != GOES_ON for count in values.values())
         self.fewest_values = min((c for c in values.values() if c != GOES_ON), default=MANY_VALUES)
-        self._loops: dict[tuple[int, bool], bool] = {}
+        self.ends = StringEnds(pda.trans)
 
     @property
     def start(self) -> tuple:
@@ -191,21 +232,23 @@ class UniqueItemsAutomaton(ByteReader):
         configs, track = state
         after, repeated = _tracked(track, byte)
         pda = self.pda
+        closed = pda.closure(configs)
         if repeated:
-            configs = self._without(configs, lambda count: True)
+            closed = self._without(closed, lambda count: True)
         elif byte == _COMMA and track.string is None and track.written is not None and self._bounded:
             written = len(track.written)  # another item must come: one not written yet
-            configs = self._without(configs, lambda count: count != GOES_ON and count <= written)
-        moved = pda.step(configs, byte)
+            closed = self._without(closed, lambda count: count != GOES_ON and count <= written)
+        moved = pda.move(closed, byte)
         if moved and after.string is not None and after.written and self._bounded:
             moved = tuple(c for c in moved if self._can_finish(c[-1], after))
         return (moved, after) if moved else None
 
-    def _without(self, configs: tuple, dies) -> tuple:
-        """``configs`` (closed) less those in a unique array for whose value count ``dies``."""
+    def _without(self, closed: list, dies) -> list:
+        """The closed configurations ``closed`` less those in a unique array for whose value
+        count ``dies`` (a closure must not bring them back: see :meth:`PushdownDFA.move`)."""
         values, stride = self._values, self.pda.stride
         kept = []
-        for config in self.pda.closure(configs):
+        for config in closed:
             count = values[config[-1] % stride]
             if not (count and dies(count)):
                 kept.append(config)
@@ -217,38 +260,7 @@ class UniqueItemsAutomaton(ByteReader):
         count = self._values[state % self.pda.stride]
         if not count or count == GOES_ON:
             return True
-        return self._fresh(state % self.pda.stride, track.string, track.escaped, track.written)
-
-    def _fresh(self, state: int, text: bytes, escaped: bool, written: frozenset[bytes]) -> bool:
-        """Some way on from ``state`` closes the string as one not in ``written`` (texts as
-        the language spells them: one per string).  Only paths along written texts
-        are followed (a stack, not recursion: texts may be long): any other byte
-        leads to a fresh string, since every state is live."""
-        trans = self.pda.trans
-        todo = [(state, text, escaped)]
-        while todo:
-            state, text, escaped = todo.pop()
-            if not any(w.startswith(text) for w in written) or self._goes_on(state, escaped):
-                return True
-            row = trans[state]
-            for byte in np.flatnonzero(row >= 0).tolist():
-                if byte != _QUOTE or escaped:
-                    todo.append((int(row[byte]), text + bytes((byte,)), byte == _BACKSLASH and not escaped))
-                elif text not in written:
-                    return True
-        return False
-
-    def _goes_on(self, state: int, escaped: bool) -> bool:
-        """Whether from (``state``, ``escaped``) inside a string some path never closes it."""
-        key = (state, escaped)
-        found = self._loops.get(key)
-        if found is None:
-            successors, _ = _inside_graph(self.pda.trans, state, None, escaped)
-            looping = _looping(successors)
-            for node in successors:
-                self._loops[node] = node in looping
-            found = self._loops[key]
-        return found
+        return self.ends.fresh(state % self.pda.stride, track.string, track.escaped, track.written)
 
     def is_accepting(self, state: tuple) -> bool:
         return self.pda.is_accepting(state[0])
@@ -277,7 +289,7 @@ def _tracked(track: _Track, byte: int) -> tuple[_Track, bool]:
     return track, False
 
 
-class UniqueItemsTokenPDA(TokenPDA):
+class UniqueItemsTokenPDA(ReaderTokenPDA):
     """Token masks of a :class:`UniqueItemsAutomaton`: the pushdown automaton's rows, less
     the tokens whose simulation kills every configuration.
 
@@ -314,56 +326,64 @@ class UniqueItemsTokenPDA(TokenPDA):
         index, bounded = self._quotes, self.unique.bounded
         if track.written is None:  # not directly in an array: only one the token opens can fail
             return _allowed(words, index.new_array)
-        if track.string is None:
-            before, reading = b"", index.outside
-        elif track.escaped:  # the index reads from an unescaped start: simulate (a rare cut)
-            if bounded and track.written:  # any byte may finish a written string's beginning
-                return _allowed(words, _all_ids(self.num_words))
-            return _allowed(words, index.any_quote)
-        else:
-            before, reading = track.string, index.inside
-        written = track.written
-        suspects = []
-        for value in written:
-            if value.startswith(before):
-                suspects += _allowed(words, reading.closing.get(value[len(before):], _NONE))
-        for token in _allowed(words, reading.several_ids):
-            closed = [before + reading.several[token][0], *reading.several[token][1:]]
-            if len(set(closed)) < len(closed) or not written.isdisjoint(closed):
-                suspects.append(token)
-        if bounded:
-            suspects += self._bounded_suspects(track, before, reading, written, words)
-        return suspects
-
-    def _bounded_suspects(self, track: _Track, before: bytes, reading: "_Reading", written: frozenset[bytes],
-                          words: np.ndarray) -> list[int]:
-        """Tokens that may leave a string open where every way to finish it is written, or
-        write a comma when no value may be left."""
-        index = self._quotes
-        suspects = []
-        if len(written) + index.most_closed >= self.unique.fewest_values:
+        suspects = written_suspects(index, self._plain, words, track.written, track.string, track.escaped, bounded,
+                                    self.trie.max_depth)
+        if bounded and len(track.written) + index.most_closed >= self.unique.fewest_values:
             suspects += _allowed(words, index.commas)
-        for value in written:
-            if track.string is not None and value.startswith(before):
-                rest = value[len(before):]
-                for k in range(1, min(len(rest), self.trie.max_depth) + 1):
-                    hit = self._plain.get(rest[:k])
-                    if hit:
-                        suspects += _allowed(words, _ids(hit))
-            for k in range(len(value) + 1):
-                suspects += _allowed(words, reading.opening.get(value[:k], _NONE))
-        for token in _allowed(words, reading.reopening_ids):
-            closed, tail = reading.reopening[token]
-            texts = written.union(before + closed[0] if i == 0 else closed[i] for i in range(len(closed)))
-            if any(text.startswith(tail) for text in texts):
-                suspects.append(token)
         return suspects
 
-    def forced_bytes(self, state: tuple) -> bytes:
-        data = super().forced_bytes(state[0])
-        while data and self.unique.walk(state, data) is None:  # forced bytes must stay viable here too
-            data = data[:-1]
-        return data
+
+
+def written_suspects(index: "_QuoteIndex", plain: dict[bytes, list[int]], words: np.ndarray,
+                     written: frozenset[bytes], string: bytes | None, escaped: bool, bounded: bool,
+                     max_depth: int, empty_tails: bool = True, first: bool = True) -> list[int]:
+    """The tokens of the packed mask ``words`` that may close a string of ``written``, or
+    (``bounded``: where the strings' rests may be finite) leave one open on a written
+    string's beginning, read from the text's place (inside a string when ``string`` is
+    not None, ``escaped`` after its backslash).  A superset: the caller simulates them.
+
+    Which string a token closes, and how the string it leaves open begins, are in its
+    bytes (:class:`_QuoteIndex`), so they are looked up by what each written string
+    still needs.  ``plain`` holds the tokens without a quote by their bytes (only
+    needed when ``bounded``).  Without ``empty_tails`` (the caller knows some string not
+    written is left to begin), tokens that leave a string open right after its quote are
+    not suspects.  Without ``first`` (the string the token reads first is not one
+    ``written`` constrains: an object's value, before the keys), only tokens reading
+    more strings after it are.
+    """
+    if string is None:
+        before, reading = b"", index.outside
+    elif escaped:  # the index reads from an unescaped start: simulate (a rare cut)
+        if bounded and written and first:  # any byte may finish a written string's beginning
+            return _allowed(words, _all_ids(len(words)))
+        return _allowed(words, index.any_quote)
+    else:
+        before, reading = string, index.inside
+    suspects = []
+    for value in written if first else ():
+        if value.startswith(before):
+            suspects += _allowed(words, reading.closing.get(value[len(before):], _NONE))
+    for token in _allowed(words, reading.several_ids):
+        closed = [before + reading.several[token][0], *reading.several[token][1:]]
+        if len(set(closed)) < len(closed) or not written.isdisjoint(closed):
+            suspects.append(token)
+    if not bounded:
+        return suspects
+    for value in written if first else ():
+        if string is not None and value.startswith(before):
+            rest = value[len(before):]
+            for k in range(1, min(len(rest), max_depth) + 1):
+                hit = plain.get(rest[:k])
+                if hit:
+                    suspects += _allowed(words, _ids(hit))
+        for k in range(0 if empty_tails else 1, len(value) + 1):
+            suspects += _allowed(words, reading.opening.get(value[:k], _NONE))
+    for token in _allowed(words, reading.reopening_ids):
+        closed, tail = reading.reopening[token]
+        texts = written.union(before + closed[0] if i == 0 else closed[i] for i in range(len(closed)))
+        if (tail or empty_tails) and any(text.startswith(tail) for text in texts):
+            suspects.append(token)
+    return suspects
 
 
 class _Reading(NamedTuple):

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import ConstrainError
 from .data import KEY_ORDERS, TEST_SUITE_DRAFTS, even_sample, load_jsonschemabench, load_jsonschemabench_hub, load_test_suite
-from .engines import ENGINES
+from .engines import ENGINES, OURS
 
 __all__ = ["add_bench_parser"]
 
@@ -49,6 +49,9 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
                         help="instance (default, MaskBench): json.dumps of each instance as given; schema: valid "
                              "instances rewritten with members in the order constrain's language writes them, "
                              "so that a rejection left is not the member order's doing (same texts for every engine)")
+    parser.add_argument("--property-order", choices=("schema", "any"), default="schema",
+                        help="constrain's compile_json_schema(property_order=...): schema (default) writes members "
+                             "in the schema's order, as the peers do; any lets them come in any order")
 
 
 def add_bench_parser(sub: Any) -> None:
@@ -88,6 +91,8 @@ def _run(args: argparse.Namespace, cases: list[Any], kind: str) -> int:
     cases = even_sample(cases, args.limit)
     tok = load_tokenizer(args.tokenizer, args.data)
     engines, skipped = set_up_engines(args.engine_names, tok)
+    if OURS in engines:
+        engines[OURS].property_order = args.property_order
     for name, why in skipped.items():
         print(f"constrain bench: {name} skipped: {why}", file=sys.stderr)
     if not engines:

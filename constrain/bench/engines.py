@@ -149,7 +149,12 @@ class ConstrainEngine(Engine):
     name = OURS
     distribution = "constrain"
     warm_up_before_fork = True
-    json_schema_options = "compile_json_schema defaults: whitespace='flexible', strict=True"
+    #: ``compile_json_schema``'s ``property_order`` (``constrain bench ... --property-order``).
+    property_order = "schema"
+
+    @property
+    def json_schema_options(self) -> str:  # type: ignore[override]
+        return f"compile_json_schema defaults: whitespace='flexible', strict=True, property_order={self.property_order!r}"
 
     def setup(self, tok: Any, token_bytes: dict[int, bytes]) -> None:
         from constrain import Compiler, Matcher, TokenizerInfo
@@ -181,7 +186,7 @@ class ConstrainEngine(Engine):
 
     def compile_json_schema(self, compiler: Any, schema: Any, resources: Any = None) -> Any:
         return compiler.compile_json_schema(schema if isinstance(schema, dict) else schema_text(schema),
-                                            resources=resources)
+                                            resources=resources, property_order=self.property_order)
 
     def matcher(self, compiled: Any) -> Any:
         return self._matcher_cls(compiled)

@@ -16,7 +16,8 @@ import numpy as np
 
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa, _live_states
 from ...automata.dfa_ops import bound_runs, dfa_from_table, has_any_suffix
-from ...automata.pushdown import CALL, COUNTED_SYMBOLS, PushdownDFA, called_symbols, inline_calls
+from ...automata.pushdown import CALL, COUNTED_SYMBOLS, PushdownDFA, called_symbols, inline_calls, without_symbols
+from ...automata.member_sets import MemberRule, MemberSetAutomaton
 from ...automata.unique_items import UniqueItemsAutomaton
 from ...errors import RegexError, SchemaError
 from .document import SchemaDocument, load_schema
@@ -83,18 +84,23 @@ class SchemaLanguage:
     #: how many strings their items take (:func:`~constrain.automata.unique_items.string_values`):
     #: the matcher keeps their items distinct (:mod:`constrain.automata.unique_items`).
     unique: Mapping[int, int] = field(default_factory=dict)
+    #: The symbols of ``recursive`` whose callees are objects whose members come in any
+    #: order, with what the matcher checks of them (:mod:`constrain.automata.member_sets`).
+    members: Mapping[int, MemberRule] = field(default_factory=dict)
 
     @property
     def is_regular(self) -> bool:
         return self.callee is None and not self.counted and not self.recursive
 
     @property
-    def automaton(self) -> ByteDFA | PushdownDFA | UniqueItemsAutomaton:
+    def automaton(self) -> ByteDFA | PushdownDFA | UniqueItemsAutomaton | MemberSetAutomaton:
         """What reads the texts (``matches``, ``is_prefix``): ``dfa``, or ``dfa`` with its calls
-        (and with its arrays' items kept distinct)."""
+        (and with its arrays' items kept distinct, or its objects' members)."""
         if self.is_regular:
             return self.dfa
         pda = self.pushdown(BYTE_MARGIN)
+        if self.members:
+            return MemberSetAutomaton(pda, self.members)
         return UniqueItemsAutomaton(pda, self.unique) if self.unique else pda
 
     def pushdown(self, longest: int) -> PushdownDFA:
@@ -201,7 +207,9 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
     if options.whitespace == "flexible":
         dfa, *bodies = (bound_runs(d, structural_loops(d), WS_BYTES, options.max_whitespace) for d in [dfa, *bodies])
     unique = {symbol: values for symbol, values in emitter.unique_symbols.items() if symbol in symbols}
-    return SchemaLanguage(dfa, emitter.notes, callee, counted, dict(zip(symbols, bodies)), counted_symbols, unique)
+    members = {symbol: rule for symbol, rule in emitter.member_rules.items() if symbol in symbols}
+    return SchemaLanguage(dfa, emitter.notes, callee, counted, dict(zip(symbols, bodies)), counted_symbols, unique,
+                          members)
 
 
 def _productive(dfa: ByteDFA, recursive: Mapping[int, ByteDFA]) -> tuple[ByteDFA, dict[int, ByteDFA]] | None:
@@ -252,9 +260,7 @@ def _table_without(dfa: ByteDFA, symbols: set[int]) -> np.ndarray:
     """``dfa``'s table with no moves on ``symbols`` (the table itself when it has none)."""
     if not symbols & called_symbols(dfa):
         return dfa.trans
-    trans = dfa.trans.copy()
-    trans[:, sorted(symbols)] = -1
-    return trans
+    return without_symbols(dfa.trans, symbols)
 
 
 def _inline_short_counts(automata: list[ByteDFA], counted: list[CountedString]

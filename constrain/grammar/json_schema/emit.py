@@ -15,6 +15,7 @@ and ``if``/``then``/``else`` are exact through DFA products (see
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections import Counter
@@ -29,8 +30,10 @@ import numpy as np
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import (any_suffix_marker, difference, has_any_suffix, intersect, union, widen_any_suffix,
                                   without_words)
-from ...automata.pushdown import CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, call_marker, called_symbols, expand_calls, has_calls
-from ...automata.unique_items import GOES_ON, string_values
+from ...automata.pushdown import (CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, WIDE_CALL, WIDE_SYMBOLS, call_marker, called_symbols,
+                                  expand_calls, has_calls)
+from ...automata.member_sets import MemberRule
+from ...automata.unique_items import GOES_ON, MANY_VALUES, string_values
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
 from .content import is_json_text, json_text_callee, json_text_dfa, json_text_string
@@ -44,7 +47,7 @@ from .spec import (ANNOTATION_KEYWORDS, BASE64_PATTERN, NO_SLOTS, KeyRule, Slots
 from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, PATTERN_COUNT, SHORT_STRING, CountedString,
                       any_string_dfa, bounds_implied, counted_states, encode_chars, encoded_string, pattern_tree,
                       string_tree, utf8_chars)
-from .trees import EMPTY, NOTHING, alt, cls, lit, rep, seq, star
+from .trees import EMPTY, NOTHING, alt, cls, lit, opt, rep, seq, star
 
 __all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES", "largest_parts", "any_value_callee"]
 
@@ -62,6 +65,9 @@ _JSON_TEXT = ("contentMediaType: application/json",)
 SHARED_STRING_STATES = 2000
 # property_order="any" tracks the set of members written: 2**k states per object.
 MAX_ANY_ORDER_MEMBERS = 6
+#: An any-order object's member groups may mention this many names at most (with its
+#: required ones): the matcher searches their subsets for a way to end.
+MAX_GROUP_NAMES = 12
 #: Call symbols the shared definitions leave free, for recursive definitions.
 RESERVED_SYMBOLS = 2
 #: Array items are a callee from this maxItems on, when the copies would pass ITEMS_CALL_STATES.
@@ -155,6 +161,10 @@ class SchemaEmitter:
         #: The callees that are arrays of distinct strings, with how many strings their
         #: items take (see :meth:`_unique_strings_call`).
         self.unique_symbols: dict[int, int] = {}
+        #: The callees that are objects whose members come in any order, with what the
+        #: matcher checks of them (see :meth:`_any_order_call`).
+        self.member_rules: dict[int, MemberRule] = {}
+        self._member_ids = 0  # wide symbols given out (never reused)
 
     # -- entry points -------------------------------------------------------------
     def root(self) -> RegexNode:
@@ -313,6 +323,7 @@ class SchemaEmitter:
                 symbol = self._callee_symbols.pop(later)
                 self.callees.pop(symbol, None)
                 self.unique_symbols.pop(symbol, None)
+                self.member_rules.pop(symbol, None)
         for memo_key in set(self._recursive_memo) - memo_before:
             del self._recursive_memo[memo_key]
         self._callee_symbols[key] = _NO_VALUE if tree is NOTHING else None  # NOTHING: whatever the recursion
@@ -787,6 +798,10 @@ class SchemaEmitter:
         where = {key: i for i, (key, _, _) in enumerate(members)}
         groups = _presence_positions(spec, where) + _dependency_positions(spec, where)
         variants = self._member_variants(spec, where, chain)
+        if self.any_order and not slots and not variants and (len(members) > 1 or extras):
+            call = self._any_order_call(spec, members, extras, groups)
+            if call is not None:
+                return call
         if self.any_order and not slots and not variants and 1 < len(members) <= MAX_ANY_ORDER_MEMBERS:
             graph = _any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups)
         else:  # operands of products and value classes: one order
@@ -799,6 +814,70 @@ class SchemaEmitter:
         if graph is NOTHING:
             return NOTHING
         return seq(layout.opening("{"), graph, layout.closing("}"))
+
+    def _any_order_call(self, spec: Spec, members: list[tuple[str, RegexNode, bool]],
+                        extras: list[tuple[RegexNode, RegexNode]],
+                        groups: list["_Presence | _Dependency"] = ()) -> RegexNode | None:
+        """An object whose members come in any order as a call into a callee of its own: the
+        loop ``{ member (, member)* }``, whose repeats, required keys and
+        ``minProperties`` the matcher keeps (:mod:`constrain.automata.member_sets`; the
+        rule goes into :attr:`member_rules`).  Callees of equal languages and rules are one.
+
+        Member groups (``oneOf``/``anyOf``/``if`` over required names, dependencies) are
+        rules over the names written too: the matcher refuses a key after which none of
+        them could hold (:meth:`MemberRule.feasible`, a search over the
+        :data:`MAX_GROUP_NAMES` names at most that they and ``required`` mention).
+
+        None where that is not exact or cannot stand: where a failure could come before
+        the closing brace that no name search sees (``maxProperties`` below the keys the
+        object may hold, keys :func:`string_values` cannot count), where no call may
+        stand (a product's operand, ``max_any_depth``, all wide symbols taken), and in
+        documents with ``uniqueItems`` (the matcher keeps one kind of set at a time).
+        """
+        if self._writes_unique_items or not self._shareable(spec.slots) or self._member_ids >= len(WIDE_SYMBOLS):
+            return None
+        keys = _key_count(members, extras)
+        if keys is None or (keys != GOES_ON and keys < spec.min_properties):
+            return None
+        if spec.max_properties is not None and (keys == GOES_ON or keys > spec.max_properties):
+            return None
+        layout = self.layout
+        member = alt(*(seq(lit(key), layout.colon(), value) for key, value, _ in members),
+                     *(seq(names, layout.colon(), value) for names, value in extras))
+        body = seq(member, star(seq(layout.comma(), member)))
+        raw = [key[1:-1].encode() for key, _, _ in members]
+        rule = MemberRule(frozenset(name for name, (_, _, required) in zip(raw, members) if required),
+                          spec.min_properties, keys, tuple(_group_by_names(group, raw) for group in groups))
+        if len(rule.relevant) > MAX_GROUP_NAMES or not rule.feasible(frozenset()):
+            return None
+        if rule.closes(frozenset()):  # else the loop writes a member at least
+            body = opt(body)
+        dfa = self._dfa(seq(layout.opening("{"), body, layout.closing("}")))
+        if dfa is None or not _callable(dfa):
+            return None
+        key = ("members", _digest(dfa), repr(rule))
+        if key in self._callee_symbols:
+            return self._call_of(key)
+        symbol = self._callee_symbols[key] = WIDE_SYMBOLS[self._member_ids]
+        self._member_ids += 1
+        self.callees[symbol] = dfa
+        self.member_rules[symbol] = rule
+        self.sizes.append(((spec.sources[0].pointer if spec.sources else "") or "#", dfa.num_states))
+        return Automaton(call_marker(symbol))
+
+    @cached_property
+    def _writes_unique_items(self) -> bool:
+        """Whether the document says ``uniqueItems: true`` anywhere (a raw scan)."""
+        todo = [self.doc.root]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, dict):
+                if node.get("uniqueItems") is True:
+                    return True
+                todo.extend(node.values())
+            elif isinstance(node, list):
+                todo.extend(node)
+        return False
 
     def _member_variants(self, spec: Spec, where: dict[str, int], chain: tuple[str, ...]) -> dict[int, "_ValueClasses"]:
         """For each member the member groups' branches constrain (see :func:`_member_wise`):
@@ -1273,7 +1352,7 @@ _STRIPPED = frozenset(("enum", "const", "allOf", "anyOf", "oneOf", "not", "if", 
 def _callable(dfa: ByteDFA) -> bool:
     """Whether ``dfa`` can be a callee's body: it starts with a byte (its start neither
     accepts nor calls), so a call always reads something before it can return."""
-    return not dfa.accepting[dfa.start] and not (dfa.trans[dfa.start, list(CALL_SYMBOLS)] >= 0).any()
+    return not dfa.accepting[dfa.start] and not (dfa.trans[dfa.start, [*CALL_SYMBOLS, WIDE_CALL]] >= 0).any()
 
 
 def _plain_reference(node: Any, draft: int) -> str | None:
@@ -1851,6 +1930,36 @@ def _any_order_graph(members, extras, min_props: int, max_props: int | None, lay
     builder.explore(start, moves, lambda key: key[2] == 0)
     return builder.graph(start, lambda key: required <= key[1] and key[2] >= min_props
                          and (max_props is None or key[2] <= max_props) and groups_met(key[1]))
+
+
+def _group_by_names(group: "_Presence | _Dependency", raw: list[bytes]) -> tuple:
+    """A member group (over member positions) as a :class:`MemberRule` group over raw key names."""
+    def names(positions) -> frozenset[bytes] | None:
+        return None if positions is None or None in positions else frozenset(raw[p] for p in positions)
+
+    if isinstance(group, _Dependency):
+        return ("dependency", (frozenset({raw[group.key]}), names(group.needed)))
+    return (group.rule, tuple(names(branch) for branch in group.branches))
+
+
+def _key_count(members: list[tuple[str, RegexNode, bool]], extras: list[tuple[RegexNode, RegexNode]]) -> int | None:
+    """How many keys an object may hold: its listed members and the keys its extra classes
+    take (:data:`GOES_ON` for unboundedly many; None when a class's keys cannot be counted)."""
+    count = len(members)
+    for names, _ in extras:
+        found = string_values(names.dfa) if isinstance(names, Automaton) else None
+        if found is None:
+            return None
+        if found in (GOES_ON, MANY_VALUES):
+            return GOES_ON
+        count += found
+    return count
+
+
+def _digest(dfa: ByteDFA) -> str:
+    """A digest of ``dfa``'s table: callees of equal languages (and rules) are built once."""
+    return hashlib.blake2b(dfa.trans.tobytes() + dfa.accepting.tobytes() + str(dfa.start).encode(),
+                           digest_size=16).hexdigest()
 
 
 def _distinct_items_graph(positions: list[dict[str, RegexNode]], min_items: int, max_items: int | None,

@@ -1,0 +1,550 @@
+"""Objects whose members come in any order, kept exact by the matcher.
+
+``property_order="any"`` lets a text write an object's members in any order, each
+at most once, the required ones all present.  As a regular language that is the
+subset construction over the members (``2**k`` copies of the values for ``k``
+members), which the emitter builds only for a few members.  Here the language is
+the plain loop ``{ member (, member)* }`` instead (any listed member, or an extra
+one the schema allows, as often as the text likes), one callee per kind of object
+(:class:`~.pushdown.PushdownDFA` keeps which block each configuration is in), and
+the matcher keeps what the loop forgets, as it keeps a unique array's items
+(:mod:`.unique_items`):
+
+* *The keys written are textual.*  "The keys written directly in the innermost open
+  object" is a function of the text alone, so one record of the text
+  (:class:`_Text`: a stack of the open containers, each object's keys) serves every
+  configuration.  A configuration in such a callee applies it only at its own
+  object's level (:func:`member_roles` labels the callee's states with where they
+  are: between members, or inside a member's key), not inside the values.
+* *Few bytes can fail.*  A configuration there dies on the quote that closes a key
+  its object holds already; on a comma when no key is left to write; inside a key,
+  once every way to finish it is a key written; and on the closing brace unless
+  the required keys and ``minProperties`` are met (:class:`MemberRule`).  The
+  emitter uses the loop only where nothing else can fail (no ``maxProperties`` below
+  the keys there are, no dependencies or ``oneOf`` of required sets, outside
+  products), so every configuration that survives those checks can finish.
+* *Masks are the pushdown automaton's rows* (memoised by configuration) less the
+  tokens whose simulation kills every configuration; only tokens that could fail
+  are simulated: by their quotes (:func:`~.unique_items.written_suspects`), and by
+  the commas and closing braces they hold outside strings (:class:`_MemberIndex`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Mapping, NamedTuple
+
+import numpy as np
+
+from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA
+from .unique_items import GOES_ON, MANY_VALUES, StringEnds, _allowed, _ids, _plain_tokens, _quote_index, written_suspects
+
+__all__ = ["MemberRule", "member_roles", "MemberSetAutomaton", "MemberSetTokenPDA"]
+
+#: The matcher states whose failing tokens are remembered (a state's text holds what a
+#: document wrote, so states repeat across documents only where their structure does).
+MAX_REMEMBERED_STATES = 100_000
+
+_QUOTE, _BACKSLASH, _COMMA, _COLON = ord('"'), ord("\\"), ord(","), ord(":")
+_OPEN_OBJECT, _OPEN_ARRAY, _CLOSE_OBJECT, _CLOSE_ARRAY = ord("{"), ord("["), ord("}"), ord("]")
+_WHITESPACE = tuple(b" \t\n\r")
+
+#: :func:`member_roles`: a state between its object's members (reading ``,`` or ``}`` there
+#: is the object's own), inside one of its keys, inside one just after a backslash, or
+#: inside a string value of one of its members.
+LEVEL, KEY, KEY_ESCAPED, VALUE = 1, 2, 3, 4
+
+
+class MemberRule(NamedTuple):
+    """What an object whose members come in any order must meet beyond its loop: the keys
+    it requires (raw, as written between the quotes), ``minProperties``, how many keys it
+    may hold at all (:data:`~.unique_items.GOES_ON`: unboundedly many), and its member
+    groups over key names: ``("anyOf" | "oneOf" | "if", branches)`` whose branches are
+    the names each requires (None: one the object cannot have; for ``"if"``: the
+    condition, ``then``, ``else``), or ``("dependency", (key, needed))`` (``{key}``, and
+    the names it needs, None when one cannot be written)."""
+
+    required: frozenset[bytes]
+    min_properties: int
+    keys: int
+    groups: tuple = ()
+
+    def closes(self, written: frozenset[bytes]) -> bool:
+        """Whether an object holding the keys ``written`` may end."""
+        return (len(written) >= self.min_properties and self.required <= written
+                and all(_group_holds(kind, branches, written) for kind, branches in self.groups))
+
+    @property
+    def relevant(self) -> frozenset[bytes]:
+        """The names whose presence :meth:`closes` reads beyond the count."""
+        names = set(self.required)
+        for _, branches in self.groups:
+            for branch in branches:
+                names |= branch or frozenset()
+        return frozenset(names)
+
+    def feasible(self, written: frozenset[bytes]) -> bool:
+        """Whether some object holding ``written`` and more keys may end: a search over the
+        relevant names not written (the others only add to the count)."""
+        relevant = self.relevant
+        free = sorted(relevant - written)
+        spare = None if self.keys == GOES_ON else self.keys - len(relevant | written)  # other keys left
+        for size in range(len(free) + 1):
+            for more in itertools.combinations(free, size):
+                held = written.union(more)
+                if (self.required <= held and (spare is None or len(held) + spare >= self.min_properties)
+                        and all(_group_holds(kind, branches, held) for kind, branches in self.groups)):
+                    return True
+        return False
+
+    def to_json(self) -> list:
+        return [_names(self.required), self.min_properties, self.keys,
+                [[kind, [None if b is None else _names(b) for b in branches]] for kind, branches in self.groups]]
+
+    @classmethod
+    def from_json(cls, data: list) -> "MemberRule":
+        required, min_properties, keys, groups = data
+        return cls(_raw(required), int(min_properties), int(keys),
+                   tuple((kind, tuple(None if b is None else _raw(b) for b in branches)) for kind, branches in groups))
+
+
+def _names(keys: frozenset[bytes]) -> list[str]:
+    return sorted(key.decode("utf-8", "surrogateescape") for key in keys)
+
+
+def _raw(names: list[str]) -> frozenset[bytes]:
+    return frozenset(name.encode("utf-8", "surrogateescape") for name in names)
+
+
+def _group_holds(kind: str, branches: tuple, written: frozenset[bytes]) -> bool:
+    """Whether the keys ``written`` meet one member group (see :class:`MemberRule`)."""
+    met = [branch is not None and branch <= written for branch in branches]
+    if kind == "dependency":
+        key, _ = branches
+        return not key <= written or met[1]
+    if kind == "if":
+        return (met[0] and met[1]) or (not met[0] and met[2])
+    return sum(met) == 1 if kind == "oneOf" else any(met)
+
+
+# -- where a callee's states are ------------------------------------------------------
+_OUT, _IN, _ESC = 0, 1, 2
+
+
+def member_roles(pda: PushdownDFA, symbol: int) -> np.ndarray:
+    """Per state of the callee ``symbol`` (an object read whole): :data:`LEVEL`, :data:`KEY`,
+    :data:`KEY_ESCAPED`, :data:`VALUE`, or 0 (before or after the object, or deeper).
+
+    A search from the callee's start that lexes JSON along the moves (calls read a
+    whole value and keep the place).  A JSON language's state has one place, since
+    the brackets and quotes still to come fix it; a state reached at two places is
+    an internal error.
+    """
+    lo, hi = pda.blocks[symbol]
+    trans, call_ret = pda.trans, pda.call_ret
+    start = lo + pda.recursive[symbol].start
+    specials = np.zeros(256, dtype=bool)
+    specials[[_QUOTE, _BACKSLASH, _COMMA, _COLON, _OPEN_OBJECT, _OPEN_ARRAY, _CLOSE_OBJECT, _CLOSE_ARRAY]] = True
+    in_string_specials = np.zeros(256, dtype=bool)
+    in_string_specials[[_QUOTE, _BACKSLASH]] = True
+    places: dict[int, tuple[int, int, bool]] = {start: (_OUT, 0, False)}
+    todo = [start]
+    while todo:
+        state = todo.pop()
+        place = places[state]
+        for target, reached in _moves(trans[state], call_ret[state], place, specials, in_string_specials):
+            known = places.get(target)
+            if known is None:
+                places[target] = reached
+                todo.append(target)
+            elif known != reached:
+                raise ValueError(f"internal error: state {target} of an any-order object is at two places "
+                                 f"({known} and {reached}; please report the schema)")
+    roles = np.zeros(hi - lo, dtype=np.int8)
+    for state, (mode, depth, key) in places.items():
+        if depth == 1:
+            roles[state - lo] = LEVEL if mode == _OUT else (KEY if mode == _IN else KEY_ESCAPED) if key else VALUE
+    return roles
+
+
+def _moves(row: np.ndarray, returns: np.ndarray, place: tuple[int, int, bool], specials: np.ndarray,
+           in_string_specials: np.ndarray):
+    """The (target, place) pairs of one state's moves, from its place (mode, depth, whether
+    a string there is one of the object's keys)."""
+    mode, depth, key = place
+    if mode == _ESC:
+        for target in np.unique(row[row >= 0]).tolist():
+            yield target, (_IN, depth, key)
+        return
+    plain = row[~(in_string_specials if mode == _IN else specials)]
+    for target in np.unique(plain[plain >= 0]).tolist():
+        yield target, place
+    if mode == _IN:
+        moves = {_QUOTE: (_OUT, depth, False), _BACKSLASH: (_ESC, depth, key)}
+    else:
+        moves = {_QUOTE: (_IN, depth, key), _OPEN_OBJECT: (_OUT, depth + 1, depth == 0),
+                 _OPEN_ARRAY: (_OUT, depth + 1, False), _CLOSE_OBJECT: (_OUT, depth - 1, False),
+                 _CLOSE_ARRAY: (_OUT, depth - 1, False), _COMMA: (_OUT, depth, depth == 1),
+                 _COLON: (_OUT, depth, False)}
+        for target in returns[returns >= 0].tolist():  # a called value: the place after it is the same
+            yield target, place
+    for byte, reached in moves.items():
+        if row[byte] >= 0:
+            yield int(row[byte]), reached
+
+
+# -- the text's record ------------------------------------------------------------------
+class _Text(NamedTuple):
+    """What the text says about objects: the open containers, innermost last (an object's
+    keys written so far, or None for an array), whether the innermost object's next
+    string is a key, and the string being read (None outside one), whether its last
+    byte was an escaping backslash, and whether it is a key."""
+
+    containers: tuple = ()
+    expecting_key: bool = False
+    string: bytes | None = None
+    escaped: bool = False
+    key: bool = False
+
+    @property
+    def keys(self) -> frozenset[bytes] | None:
+        """The keys of the innermost container when it is an object (None otherwise)."""
+        return self.containers[-1] if self.containers else None
+
+
+_START = _Text()
+
+
+def _lexed(text: _Text, byte: int) -> _Text:
+    """The record after one more byte of a JSON text."""
+    if text.string is not None:
+        if text.escaped:
+            return text._replace(string=text.string + bytes((byte,)), escaped=False)
+        if byte == _BACKSLASH:
+            return text._replace(string=text.string + b"\\", escaped=True)
+        if byte != _QUOTE:
+            return text._replace(string=text.string + bytes((byte,)))
+        if text.key:
+            containers = text.containers[:-1] + (text.containers[-1] | {text.string},)
+            return _Text(containers, False)
+        return _Text(text.containers, False)
+    if byte == _QUOTE:
+        return text._replace(string=b"", key=text.expecting_key)
+    if byte == _OPEN_OBJECT:
+        return _Text(text.containers + (frozenset(),), True)
+    if byte == _OPEN_ARRAY:
+        return _Text(text.containers + (None,), False)
+    if byte in (_CLOSE_OBJECT, _CLOSE_ARRAY):
+        return _Text(text.containers[:-1], False)
+    if byte == _COMMA:
+        return text._replace(expecting_key=text.keys is not None)
+    return text
+
+
+class MemberSetAutomaton(ByteReader):
+    """A :class:`PushdownDFA` whose callees ``rules`` names are objects whose members come in
+    any order, each once, their :class:`MemberRule` met.
+
+    A state is ``(configurations, text)``: the pushdown automaton's state and the
+    :class:`_Text` record.  Configurations in those callees are dropped where their
+    object would repeat a key, could go on only by repeating one, or ends unmet (see
+    the module's docstring); the others read on.
+    """
+
+    def __init__(self, pda: PushdownDFA, rules: Mapping[int, MemberRule]) -> None:
+        self.pda = pda
+        self.rules = list(rules.values())
+        rule_of = np.full(pda.stride, -1, dtype=np.int64)
+        roles = np.zeros(pda.stride, dtype=np.int8)
+        for index, symbol in enumerate(rules):
+            lo, hi = pda.blocks[symbol]
+            rule_of[lo:hi] = index
+            roles[lo:hi] = member_roles(pda, symbol)
+        self._rule_of, self._roles = rule_of.tolist(), roles.tolist()
+        self.ends = StringEnds(pda.trans)
+        #: The fewest keys an any-order object may hold (MANY_VALUES: no bound).
+        self.fewest_keys = min((r.keys for r in self.rules if r.keys != GOES_ON), default=MANY_VALUES)
+        self._ahead: dict[tuple[int, frozenset[bytes]], bool] = {}
+        self._blocked: dict[tuple[int, frozenset[bytes]], frozenset[bytes]] = {}
+        #: Whether some rule has member groups (keys may be blocked before they are written).
+        self.grouped = any(rule.groups for rule in self.rules)
+        #: Whether some rule blocks a name before any is written (an object opening may fail).
+        self.blocked_at_start = any(self.blocked(rule, frozenset()) for rule in range(len(self.rules)))
+
+    @property
+    def start(self) -> tuple:
+        return (self.pda.start, _START)
+
+    def rules_in(self, configs: tuple, top: bool = False) -> frozenset[int]:
+        """The rules of the any-order objects some frame of ``configs`` is in (``top``: per
+        configuration closed, only the topmost frame at its own object's level: the object
+        a closing brace may end, or one around it)."""
+        rule_of, roles, stride = self._rule_of, self._roles, self.pda.stride
+        if not top:
+            return frozenset(rule_of[s % stride] for config in configs for s in config) - {-1}
+        found = set()
+        for config in self.pda.closure(configs):
+            for state in reversed(config):
+                if roles[state % stride]:
+                    found.add(rule_of[state % stride])
+                    break
+        return frozenset(found)
+
+    def exhausted(self, rules, written: frozenset[bytes], slack: int) -> bool:
+        """Whether some of ``rules`` that could hold ``written`` has at most ``slack`` keys
+        left to write after it."""
+        for rule in rules:
+            keys = self.rules[rule].keys
+            if keys != GOES_ON and len(written) <= keys and keys - len(self.blocked(rule, written)) <= slack:
+                return True
+        return False
+
+    def step(self, state: tuple, byte: int) -> tuple | None:
+        """The state after one byte, or None when the text left the language."""
+        configs, text = state
+        written = text.keys
+        closed = self.pda.closure(configs)
+        if written is not None and text.string is None and byte == _CLOSE_OBJECT:
+            closed = self._kept(closed, lambda rule, role: role != LEVEL or self.rules[rule].closes(written))
+        elif text.key and not text.escaped and byte == _QUOTE and (self.grouped or text.string in written):
+            closed = self._kept(closed, lambda rule, role: role != KEY or text.string not in self.blocked(rule, written))
+        after = _lexed(text, byte)
+        moved = self.pda.move(closed, byte)
+        keys = after.keys
+        if moved and keys is not None and (keys or self.grouped):
+            if text.string is None and byte == _COMMA:
+                moved = self._moved_kept(moved, LEVEL, lambda rule, state: self._key_ahead(state, self.blocked(rule, keys)))
+            elif after.key and after.string is not None:
+                moved = self._moved_kept(moved, KEY_ESCAPED if after.escaped else KEY, lambda rule, state: self.ends.fresh(
+                    state, after.string, after.escaped, self.blocked(rule, keys)))
+        return (moved, after) if moved else None
+
+    def blocked(self, rule: int, written: frozenset[bytes]) -> frozenset[bytes]:
+        """The keys an object of rule ``rule`` holding ``written`` may not write next: those
+        written, and those after which no way to end is left (:meth:`MemberRule.feasible`)."""
+        found = self._blocked.get((rule, written))
+        if found is None:
+            met = self.rules[rule]
+            if not met.groups:  # required keys and minProperties can always be met later
+                return written
+            found = written | {name for name in met.relevant - written if not met.feasible(written | {name})}
+            if len(self._blocked) > 100_000:
+                self._blocked.clear()
+            self._blocked[(rule, written)] = found
+        return found
+
+    def blocked_by(self, rules, written: frozenset[bytes]) -> frozenset[bytes]:
+        """The keys some of ``rules`` blocks after ``written`` (see :meth:`blocked`)."""
+        return frozenset().union(written, *(self.blocked(rule, written) for rule in rules))
+
+    def _kept(self, closed: list, keep) -> list:
+        """The closed configurations ``closed`` less those in an any-order object for whose
+        rule index and role ``keep`` says no."""
+        rule_of, roles, stride = self._rule_of, self._roles, self.pda.stride
+        kept = []
+        for config in closed:
+            state = config[-1] % stride
+            rule = rule_of[state]
+            if rule < 0 or keep(rule, roles[state]):
+                kept.append(config)
+        return kept
+
+    def _moved_kept(self, configs: tuple, role: int, keep) -> tuple:
+        """``configs`` less those now at ``role`` in an any-order object where ``keep`` says no
+        of their rule index and table state."""
+        rule_of, roles, stride = self._rule_of, self._roles, self.pda.stride
+        return tuple(c for c in configs
+                     if roles[c[-1] % stride] != role or keep(rule_of[c[-1] % stride], c[-1] % stride))
+
+    def _key_ahead(self, state: int, written: frozenset[bytes]) -> bool:
+        """Whether from ``state`` (just after a comma between members) some key not in
+        ``written`` can be written: through whitespace to a quote, then a fresh key."""
+        found = self._ahead.get((state, written))
+        if found is None:
+            trans, found = self.pda.trans, False
+            todo, seen = [state], {state}
+            while todo and not found:
+                row = trans[todo.pop()]
+                found = row[_QUOTE] >= 0 and self.ends.fresh(int(row[_QUOTE]), b"", False, written)
+                for byte in _WHITESPACE:
+                    nxt = int(row[byte])
+                    if nxt >= 0 and nxt not in seen:
+                        seen.add(nxt)
+                        todo.append(nxt)
+            if len(self._ahead) > 100_000:
+                self._ahead.clear()
+            self._ahead[(state, written)] = found
+        return found
+
+    def is_accepting(self, state: tuple) -> bool:
+        return self.pda.is_accepting(state[0])
+
+
+# -- token masks ------------------------------------------------------------------------
+#: Kinds of tokens by what they do outside strings (bits of :class:`_MemberIndex`'s ``kinds``).
+#: ``_CLOSING``: one closing bracket, a brace (it ends the innermost object; what follows is
+#: a pop's); ``_CLOSING_MORE``: a closing brace among others; ``_COMMAS``: a comma in the
+#: innermost container and no key closed after it (it fails only where no key is left);
+#: ``_COMMAS_KEYED``: a comma and a key closed after it; ``_POPS``: a closing bracket
+#: followed by a comma or a quote, no string closed and none left open with anything in
+#: it after the bracket (it fails only where the object around is out of keys);
+#: ``_POPS_KEYED``: the other closing brackets followed by a comma or a quote; ``_OPENS``:
+#: an opening brace followed by a comma or by a key closed (the object it opens may fail
+#: inside the token); ``_OPENS_TAIL``: an opening brace and a key begun (it fails only
+#: where a rule blocks names before any is written).
+_CLOSING, _CLOSING_MORE, _COMMAS, _COMMAS_KEYED, _POPS, _POPS_KEYED, _OPENS, _OPENS_TAIL = (1 << k for k in range(8))
+
+
+class _MemberIndex(NamedTuple):
+    """A vocabulary's tokens of some kind (``ids``) and their kinds (``kinds``, by token),
+    read from outside a string (``[0]`` of each pair) or from inside one (``[1]``)."""
+
+    ids: tuple[np.ndarray, np.ndarray]
+    kinds: tuple[dict[int, int], dict[int, int]]
+
+
+_MEMBER_INDEXES: dict[str, _MemberIndex] = {}
+
+
+def _member_index(info) -> _MemberIndex:
+    """The :class:`_MemberIndex` of ``info``'s vocabulary (built once per vocabulary)."""
+    found = _MEMBER_INDEXES.get(info.hash)
+    if found is None:
+        kinds: tuple[dict[int, int], dict[int, int]] = ({}, {})
+        for token, data in enumerate(info.token_bytes):
+            if any(b in data for b in b'"{},]'):
+                for inside in (0, 1):
+                    bits = _structure(data, bool(inside))
+                    if bits:
+                        kinds[inside][token] = bits
+        found = _MemberIndex((_ids(sorted(kinds[0])), _ids(sorted(kinds[1]))), kinds)
+        _MEMBER_INDEXES[info.hash] = found
+    return found
+
+
+def _structure(data: bytes, inside: bool) -> int:
+    """The kinds (bits) of ``data``, read from inside a string or outside one.  Brackets the
+    token opens and closes itself are its own (``{}`` is no closing brace of the object
+    around it)."""
+    closers: list[int] = []  # the closing brackets of containers open before the token
+    opened: list[int] = []  # the containers the token opens and has not closed
+    after_closer = after_comma = after_open = 0  # quotes after the first of each
+    comma = opens = acts_after_closer = False
+    escaped = False
+    tail = None  # the open string's bytes after the last quote (None: not in a string)
+    for byte in data:
+        if inside:
+            if escaped:
+                escaped = False
+            elif byte == _BACKSLASH:
+                escaped = True
+            elif byte == _QUOTE:
+                inside, tail = False, None
+                after_closer, after_comma = after_closer + bool(closers), after_comma + comma
+                continue
+            if tail is not None:
+                tail += 1
+            continue
+        if byte == _QUOTE:
+            inside, tail = True, 0
+            after_closer, after_comma = after_closer + bool(closers), after_comma + comma
+            after_open += _OPEN_OBJECT in opened
+            acts_after_closer |= bool(closers)
+        elif byte in (_OPEN_OBJECT, _OPEN_ARRAY):
+            opened.append(byte)
+        elif byte in (_CLOSE_OBJECT, _CLOSE_ARRAY):
+            if opened:
+                opens |= opened.pop() == _OPEN_OBJECT and after_open >= 2  # an object of its own, with a key
+            else:
+                closers.append(byte)
+        elif byte == _COMMA:
+            if opened:
+                opens |= _OPEN_OBJECT in opened
+            else:
+                acts_after_closer |= bool(closers)
+                comma = comma or not closers
+    bits = 0
+    if _CLOSE_OBJECT in closers:
+        bits |= _CLOSING if closers == [_CLOSE_OBJECT] else _CLOSING_MORE
+    if comma:
+        bits |= _COMMAS_KEYED if after_comma >= 2 else _COMMAS
+    if acts_after_closer:
+        bits |= _POPS_KEYED if after_closer >= 2 or (tail or 0) > 0 else _POPS
+    if opens or after_open >= 2:
+        bits |= _OPENS
+    elif after_open == 1 and _OPEN_OBJECT in opened and tail:
+        bits |= _OPENS_TAIL
+    return bits
+
+
+class MemberSetTokenPDA(ReaderTokenPDA):
+    """Token masks of a :class:`MemberSetAutomaton`: the pushdown automaton's rows, less the
+    tokens whose simulation kills every configuration (only suspects are simulated)."""
+
+    def __init__(self, automaton: PushdownDFA, info, disk=None, rules: Mapping[int, MemberRule] | None = None) -> None:
+        super().__init__(automaton, info, disk)
+        self.members = self.reader = MemberSetAutomaton(automaton, rules or {})
+        self._quotes = _quote_index(info)
+        self._plain = _plain_tokens(info)
+        self._index = _member_index(info)
+        self._rules: dict[tuple, frozenset[int]] = {}
+        self._killed: dict[tuple, tuple[int, ...]] = {}  # by matcher state: the suspects that fail
+
+    def mask_words(self, state: tuple) -> np.ndarray:
+        words = super().mask_words(state[0])
+        killed = self._killed.get(state)
+        if killed is None:
+            suspects = self._suspects(state[0], state[1], words)
+            killed = tuple(token for token in set(suspects) if self.members.walk(state, self._token_bytes[token]) is None)
+            if len(self._killed) >= MAX_REMEMBERED_STATES:
+                self._killed.clear()
+            self._killed[state] = killed
+        if not killed:
+            return words
+        words = words.copy()
+        for token in killed:
+            words[token >> 5] &= ~np.uint32(1 << (token & 31))
+        return words
+
+    def _suspects(self, configs: tuple, text: _Text, words: np.ndarray) -> list[int]:
+        """The allowed tokens that may kill a configuration (a superset: the simulation
+        decides): by quotes where keys are blocked, and by kind (:data:`_CLOSING`...)
+        where a rule could fail."""
+        inside = int(text.string is not None)
+        members = self.members
+        wanted = _OPENS | (_OPENS_TAIL if members.blocked_at_start else 0)
+        suspects: list[int] = []
+        rules = self._rules_of(configs)
+        objects = [keys for keys in text.containers if keys is not None]
+        if rules and objects:
+            wanted |= _COMMAS_KEYED | _POPS_KEYED
+            top = text.keys
+            if top is not None:
+                blocked = members.blocked_by(rules, top)
+                quotes = self._quotes
+                if blocked:
+                    first = text.key or text.string is None  # inside a value, the first quote closes it
+                    suspects = written_suspects(quotes, self._plain, words, blocked, text.string, text.escaped, True,
+                                                self.trie.max_depth, members.exhausted(rules, top, quotes.most_closed),
+                                                first)
+                else:
+                    suspects = _allowed(words, (quotes.inside if inside else quotes.outside).several_ids)
+                if members.exhausted(rules, top, 0):
+                    wanted |= _COMMAS
+                if not all(members.rules[rule].closes(top) for rule in self._rules_of(configs, top=True)):
+                    wanted |= _CLOSING
+            if any(members.exhausted(rules, keys, 0) for keys in objects[:-1]):
+                wanted |= _POPS
+            if not all(members.rules[rule].closes(keys) for rule in rules for keys in objects):
+                wanted |= _CLOSING_MORE
+        kinds = self._index.kinds[inside]
+        suspects += [token for token in _allowed(words, self._index.ids[inside]) if kinds[token] & wanted]
+        return suspects
+
+    def _rules_of(self, configs: tuple, top: bool = False) -> frozenset[int]:
+        """:meth:`MemberSetAutomaton.rules_in`, memoised by configurations."""
+        key = (configs, top)
+        found = self._rules.get(key)
+        if found is None:
+            found = self._rules.setdefault(key, self.members.rules_in(configs, top))
+        return found

@@ -1,0 +1,268 @@
+"""``property_order="any"`` objects as member loops, kept exact by the matcher.
+
+Texts are judged against ``jsonschema`` over every member order (``json.dumps`` and
+``indent=2`` texts); masks against an oracle independent of the matcher: every valid
+compact document of a finite schema is enumerated (each subset of members holding the
+required ones, in each order, with each value), and a token is allowed exactly when
+the prefix plus its bytes begins one of them, EOS exactly when the prefix is one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+
+import jsonschema
+import pytest
+
+from constrain import Compiler, Matcher
+from constrain.automata import member_sets as ms
+from constrain.automata.unique_items import GOES_ON
+from constrain.automata.member_sets import KEY, LEVEL, VALUE, MemberRule, MemberSetTokenPDA, member_roles
+from constrain.grammar.json_schema import JsonSchemaOptions, schema_to_dfa
+from constrain.testing import check_masks_along_random_walk
+
+ANY = JsonSchemaOptions(property_order="any")
+
+
+def _object(properties, required=(), **more):
+    return {"type": "object", "properties": properties, "required": list(required), **more}
+
+
+SCHEMAS = {
+    "required and optional": _object({n: {"type": t} for n, t in zip("abcdefg", ["integer", "string", "boolean",
+                                                                                 "null", "number", "string", "integer"])},
+                                     "ace", additionalProperties=False),
+    "extra members": _object({"a": {"type": "integer"}, "b": {"type": "string"}}, "b"),
+    "patterned extras": _object({"a": {"type": "integer"}}, "a", patternProperties={"^x[0-9]$": {"type": "string"}},
+                                additionalProperties=False),
+    "minProperties": _object({n: {"type": "integer"} for n in "abcd"}, "a", minProperties=3,
+                             additionalProperties=False),
+    "nested": _object({"a": _object({"x": {"type": "integer"}, "y": {"type": "integer"}, "z": {"type": "string"}},
+                                    "xz"), "b": {"type": "array", "items": _object({"p": {}, "q": {}}, "q")},
+                       "c": {"type": "string"}}, "ab"),
+    "anyOf of objects": {"anyOf": [_object({"a": {"type": "integer"}, "b": {"type": "integer"}}, "ab",
+                                           additionalProperties=False),
+                                   _object({"a": {"type": "string"}, "c": {"type": "integer"}}, "c")]},
+    "recursive": {"$defs": {"node": _object({"v": {"type": "integer"}, "kids": {"type": "array",
+                                                                                "items": {"$ref": "#/$defs/node"}}},
+                                            "v", additionalProperties=False)}, "$ref": "#/$defs/node"},
+}
+
+VALUES = [1, 7, -3, 0, "s", True, None, 2.5, {"x": 1, "z": "t"}, [{"q": 1}], [{"p": 1, "q": 2}], [{"p": 1}],
+          {"v": 1}, [{"v": 2, "kids": []}]]
+
+
+TYPED = {"integer": [1, 7, -3], "string": ["s", "t"], "boolean": [True, False], "null": [None], "number": [2.5, 1],
+         "object": [{"x": 1, "z": "t"}, {"z": "t", "y": 3, "x": 2}, {"y": 3}],
+         "array": [[{"q": 1}], [{"p": 1, "q": 2}, {"q": 3, "p": 4}], [{"kids": [{"v": 3}], "v": 2}], [{"v": 1, "v2": 1}]]}
+
+
+def _candidates(schema, rng):
+    """Objects of up to five members, in several orders each, from the schema's names and
+    strangers' (values mostly of the listed type, so that valid objects come up too)."""
+    listed = {}
+    for part in [schema, *schema.get("anyOf", []), *schema.get("$defs", {}).values()]:
+        for name, sub in part.get("properties", {}).items():
+            listed.setdefault(name, sub)
+    names = sorted(listed) + ["x1"]
+
+    def value(name):
+        pool = TYPED.get(listed.get(name, {}).get("type"))
+        return rng.choice(pool) if pool and rng.random() < 0.8 else rng.choice(VALUES)
+
+    for size in itertools.chain(range(6), range(6), range(6)):  # three rounds of values
+        for chosen in itertools.combinations(names, size):
+            values = {name: value(name) for name in chosen}
+            orders = list(itertools.permutations(chosen))
+            for order in rng.sample(orders, min(4, len(orders))):
+                yield {name: values[name] for name in order}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_every_member_order_is_accepted_exactly_when_valid(name):
+    schema = SCHEMAS[name]
+    language = schema_to_dfa(schema, ANY)
+    assert language.members, "the object should be a member loop"
+    automaton = language.automaton
+    validator = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(name)
+    verdicts = {True: 0, False: 0}
+    for value in _candidates(schema, rng):
+        want = validator.is_valid(value)
+        for text in (json.dumps(value), json.dumps(value, indent=2)):
+            assert automaton.matches(text.encode()) == want, (text, want)
+        verdicts[want] += 1
+    assert verdicts[True] >= 2 and verdicts[False] >= 4, verdicts  # both kinds met
+
+
+def test_repeated_keys_and_dead_ends_are_refused_byte_by_byte():
+    schema = _object({n: {"type": "integer"} for n in "abc"}, "a", additionalProperties=False)
+    automaton = schema_to_dfa(schema, JsonSchemaOptions(property_order="any", whitespace="compact")).automaton
+    assert automaton.matches(b'{"c":1,"a":2}') and not automaton.matches(b'{"c":1}')
+    assert not automaton.is_prefix(b'{"c":1,"c"') and automaton.is_prefix(b'{"c":1,"a"')
+    assert not automaton.is_prefix(b'{"c":1,"b":2,"a":3,')  # no key is left to write
+    assert automaton.is_prefix(b'{"c":1,"b":2,') and not automaton.is_prefix(b'{"c":1,"b":2,"b')
+
+
+def test_schema_order_is_unchanged_and_unique_items_keep_the_graph():
+    schema = SCHEMAS["required and optional"]
+    assert not schema_to_dfa(schema).members
+    with_unique = {**schema, "properties": {**schema["properties"], "g": {"type": "array", "items": {"type": "string"},
+                                                                        "uniqueItems": True}}}
+    language = schema_to_dfa(with_unique, ANY)
+    assert language.unique and not language.members
+
+
+def test_rules_and_roles():
+    schema = _object({"ab": {"type": "string"}, "c": {"type": "integer"}}, ["c"], minProperties=1)
+    language = schema_to_dfa(schema, JsonSchemaOptions(property_order="any", whitespace="compact"))
+    (symbol, rule), = language.members.items()
+    assert rule == MemberRule(frozenset({b"c"}), 1, GOES_ON)
+    assert MemberRule.from_json(json.loads(json.dumps(rule.to_json()))) == rule
+    pda = language.pushdown(8)
+    roles = member_roles(pda, symbol)
+    lo, _ = pda.blocks[symbol]
+    state = pda.walk(pda.start, b'{"ab":"x"')[0][-1] - lo
+    assert roles[state] == LEVEL
+    assert roles[pda.walk(pda.start, b'{"ab":"x","a')[0][-1] - lo] == KEY
+    assert roles[pda.walk(pda.start, b'{"ab":"x')[0][-1] - lo] == VALUE  # inside a string value
+
+
+# -- masks against enumerated documents -------------------------------------------------------------------------------
+FINITE = _object({"a": {"enum": ["1", "22"]}, "b": {"const": "x"}, "c": {"type": "boolean"},
+                  "d": _object({"p": {"enum": ["u", "v"]}, "q": {"type": "null"}}, "q", additionalProperties=False)},
+                 "a", additionalProperties=False)
+
+
+def _documents(properties, required):
+    """Every object over ``properties`` (name -> possible values) holding ``required``, in every order."""
+    names = list(properties)
+    for size in range(len(names) + 1):
+        for chosen in itertools.combinations(names, size):
+            if set(required) <= set(chosen):
+                for order in itertools.permutations(chosen):
+                    for values in itertools.product(*(properties[n] for n in order)):
+                        yield dict(zip(order, values))
+
+
+class _DocumentsOracle:
+    """Allowed tokens from the prefixes of an enumerated set of documents."""
+
+    def __init__(self, documents, info):
+        texts = {json.dumps(d, separators=(",", ":")).encode() for d in documents}
+        self.complete = texts
+        self.prefixes = {t[:i] for t in texts for i in range(len(t) + 1)}
+        self.token_bytes = info.token_bytes
+        self.eos_token_ids = set(info.eos_token_ids)
+
+    def allowed_ids(self, prefix, special_ids=()):
+        special = set(special_ids) | self.eos_token_ids
+        allowed = {t for t, data in enumerate(self.token_bytes)
+                   if data and t not in special and prefix + data in self.prefixes}
+        return allowed | (self.eos_token_ids if prefix in self.complete else set())
+
+
+@pytest.fixture(scope="module")
+def finite_oracle(infos):
+    inner = list(_documents({"p": ["u", "v"], "q": [None]}, ["q"]))
+    return _DocumentsOracle(_documents({"a": ["1", "22"], "b": ["x"], "c": [True, False], "d": inner}, ["a"]),
+                            infos("llama-3"))
+
+
+@pytest.mark.parametrize("start", [b"", b'{"c":true,', b'{"d":{"q":null', b'{"c":false,"b":"x","d":{"q":null',
+                                   b'{"a":"22","b":"x","c":true,"d":{"p":"u","q":null}', b'{"b":"x","a":"2',
+                                   b'{"a":"1","d":{"q":null,"p":"v"},"b":"x",'])
+def test_masks_are_exact_against_the_enumerated_documents(infos, finite_oracle, start):
+    info = infos("llama-3")
+    compiled = Compiler(info, cache_dir=False).compile_json_schema(FINITE, whitespace="compact", property_order="any")
+    assert isinstance(compiled.engine, MemberSetTokenPDA)
+    problem = check_masks_along_random_walk(Matcher(compiled), finite_oracle, info, steps=4, seed=len(start),
+                                            start=start)
+    assert problem is None, problem
+
+
+def test_the_disk_cache_keeps_the_rules(infos, tmp_path):
+    info = infos("llama-3")
+    first = Compiler(info, cache_dir=tmp_path).compile_json_schema(FINITE, property_order="any")
+    again = Compiler(info, cache_dir=tmp_path).compile_json_schema(FINITE, property_order="any")
+    assert isinstance(again.engine, MemberSetTokenPDA)
+    assert again.engine.members.rules == first.engine.members.rules
+    for text, valid in (('{"c": true, "a": "1"}', True), ('{"c": true}', False), ('{"a": "1", "a": "1"}', False)):
+        matcher = Matcher(again)
+        assert (matcher.accept_bytes(text) and matcher.is_accepting()) == valid, text
+
+
+# -- member groups ----------------------------------------------------------------------------------------------------
+_FIVE = {name: {"type": "integer"} for name in "abcdx"}
+GROUPED = {
+    "oneOf": {"type": "object", "properties": _FIVE, "oneOf": [{"required": ["a"]}, {"required": ["b", "c"]}],
+              "additionalProperties": False},
+    "anyOf": {"type": "object", "properties": _FIVE, "anyOf": [{"required": ["a"]}, {"required": ["d"]}],
+              "additionalProperties": False},
+    "dependentRequired": {"type": "object", "properties": _FIVE, "dependentRequired": {"c": ["a"], "d": ["a", "b"]},
+                          "additionalProperties": False},
+    "if": {"type": "object", "properties": _FIVE, "additionalProperties": False, "if": {"required": ["a"]},
+           "then": {"required": ["b"]}, "else": {"required": ["c"]}},
+    "oneOf of nested sets": {"type": "object", "properties": _FIVE, "additionalProperties": False,
+                             "oneOf": [{"required": ["a"]}, {"required": ["a", "b"]}], "minProperties": 2},
+}
+
+
+@pytest.mark.parametrize("name", sorted(GROUPED))
+def test_member_groups_refuse_exactly_the_dead_ends(name):
+    """Every compact text of every subset of five names in every order (values all 1, which
+    the groups ignore; no other names allowed) against jsonschema, and every prefix is
+    readable exactly when some valid text goes on from it."""
+    schema = GROUPED[name]
+    language = schema_to_dfa(schema, JsonSchemaOptions(property_order="any", whitespace="compact"))
+    assert language.members and all(rule.groups for rule in language.members.values())
+    automaton = language.automaton
+    validator = jsonschema.Draft202012Validator(schema)
+    texts = {json.dumps(dict.fromkeys(names, 1), separators=(",", ":")).encode(): None
+             for size in range(6) for names in itertools.permutations("abcdx", size)}
+    valid = {text for text in texts if validator.is_valid(json.loads(text))}
+    viable = {text[:i] for text in valid for i in range(len(text) + 1)}
+    assert 0 < len(valid) < len(texts)
+    for text in texts:
+        assert automaton.matches(text) == (text in valid), text
+        for i in range(len(text)):
+            assert automaton.is_prefix(text[:i]) == (text[:i] in viable), text[:i]
+
+
+GROUPED_FINITE = {"type": "object", "additionalProperties": False,
+                  "properties": {"a": {"enum": ["1", "22"]}, "b": {"type": "boolean"}, "c": {"const": "x"},
+                                 "d": {"type": "null"}},
+                  "oneOf": [{"required": ["a"]}, {"required": ["b", "c"]}], "dependentRequired": {"d": ["a"]}}
+
+
+# The second blocks "b" before any name is written (with it, both branches would hold).
+BLOCKED_AT_START = {**GROUPED_FINITE, "oneOf": [{"required": ["a"]}, {"required": ["a", "b"]}]}
+
+
+@pytest.mark.parametrize("schema, start", [
+    *((GROUPED_FINITE, start) for start in (b"", b'{"b":true,', b'{"a":"1",', b'{"d":null,', b'{"c":"x","b":false',
+                                            b'{"a":"22","d":null')),
+    *((BLOCKED_AT_START, start) for start in (b"", b"{", b'{"c":"x",', b'{"a":"1",', b'{"d":null,"a":"1"'))])
+def test_masks_with_member_groups_are_exact(infos, schema, start):
+    info = infos("llama-3")
+    validator = jsonschema.Draft202012Validator(schema)
+    values = {"a": ["1", "22"], "b": [True, False], "c": ["x"], "d": [None]}
+    oracle = _DocumentsOracle([d for d in _documents(values, []) if validator.is_valid(d)], info)
+    compiled = Compiler(info, cache_dir=False).compile_json_schema(schema, whitespace="compact", property_order="any")
+    assert isinstance(compiled.engine, MemberSetTokenPDA) and compiled.engine.members.grouped
+    problem = check_masks_along_random_walk(Matcher(compiled), oracle, info, steps=4, seed=len(start), start=start)
+    assert problem is None, problem
+
+
+@pytest.mark.parametrize("data, inside, kinds", [
+    (b"}", False, ms._CLOSING), (b"},", False, ms._CLOSING | ms._POPS), (b'"}', True, ms._CLOSING),
+    (b"}}", False, ms._CLOSING_MORE), (b",", False, ms._COMMAS), (b',"a":"', False, ms._COMMAS_KEYED),
+    (b'},"a', False, ms._CLOSING | ms._POPS_KEYED), (b"{}", False, 0), (b"{},", False, ms._COMMAS),
+    (b'{"a":1,', False, ms._OPENS), (b'{"b', False, ms._OPENS_TAIL), (b'{"', False, 0), (b"[1,", False, 0),
+    (b"]}", False, ms._CLOSING_MORE), (b'x"', True, 0), (b'\\"}', True, 0)])
+def test_tokens_are_sorted_by_what_they_do_outside_strings(data, inside, kinds):
+    """The kinds pick the suspects (a kind missed is a token never simulated): brackets a
+    token opens and closes are its own, and what happens inside strings is no structure."""
+    assert ms._structure(data, inside) == kinds
