@@ -215,10 +215,14 @@ def generate_json(
     *,
     whitespace: str = "flexible",
     strict: bool = True,
+    property_order: str = "schema",
     diffusion: bool = False,
     **generate_kwargs: Any,
 ) -> Any:
     """Generate a JSON value valid against ``schema`` and return it parsed.
+
+    ``whitespace``, ``strict`` and ``property_order`` (``"any"``: the model picks the
+    order of each object's members) are :meth:`~constrain.Compiler.compile_json_schema`'s.
 
     ``schema`` is a dict, JSON text or a pydantic model class.  With
     ``strict=False``, keywords that cannot be enforced exactly are relaxed while
@@ -240,7 +244,7 @@ def generate_json(
     from .samplers.processor import compiler_for
 
     compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_json_schema(
-        schema, whitespace=whitespace, strict=strict)
+        schema, whitespace=whitespace, strict=strict, property_order=property_order)
     if UNSATISFIABLE in compiled.notes:  # say so now, not "no token is allowed" after the prompt
         raise SchemaError("no JSON value satisfies this schema (its keywords contradict each other)", "#")
     if UNSATISFIABLE_WITHIN_CUTS in compiled.notes:

@@ -96,6 +96,8 @@ def _generate(args: argparse.Namespace, model: Any, tokenizer: Any) -> int:
         kwargs.update(do_sample=True, temperature=args.temperature)
     else:
         kwargs.update(do_sample=False)
+    if kind == "schema":
+        kwargs["property_order"] = args.property_order
     generate = {"regex": generate_regex, "grammar": generate_grammar, "schema": generate_json}[kind]
     start = time.perf_counter()
     outputs = generate(source, [args.prompt] * args.num, model, tokenizer, **kwargs)
@@ -133,6 +135,8 @@ def _add_generation_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--grammar", help="Lark grammar file (LALR(1)) the output must be a sentence of")
     group.add_argument("--builtin", choices=list(BUILTIN_GRAMMARS), help="a built-in grammar")
     group.add_argument("--schema", help="JSON Schema file the output must validate against")
+    parser.add_argument("--property-order", choices=("schema", "any"), default="schema",
+                        help="with --schema: members in the schema's order (default) or in any order")
     parser.add_argument("--prompt", default="Output: ", help="prompt text")
     parser.add_argument("--tokenizer", help="tokenizer hub id or local path (default: the model's)")
     parser.add_argument("-n", "--num", type=int, default=3, help="number of outputs")

@@ -63,8 +63,13 @@ _JSON_TEXT = ("contentMediaType: application/json",)
 #: A patterned string closer than PATTERN_COUNT apart that the document writes more than once
 #: is one shared (eager) callee from this many states; smaller ones are copied at each site.
 SHARED_STRING_STATES = 2000
-# property_order="any" tracks the set of members written: 2**k states per object.
+# Object constants are written in any order up to this many members (2**k states per object).
 MAX_ANY_ORDER_MEMBERS = 6
+#: property_order="any" where no member loop can stand (documents with uniqueItems,
+#: maxProperties below the keys there are): the subset graph, 2**k copies of the
+#: values, up to this many members (at 6, ui5.yaml and three others passed the state
+#: limit or the compile timeout); larger objects keep schema order.
+MAX_GRAPH_ORDER_MEMBERS = 3
 #: An any-order object's member groups may mention this many names at most (with its
 #: required ones): the matcher searches their subsets for a way to end.
 MAX_GROUP_NAMES = 12
@@ -802,13 +807,13 @@ class SchemaEmitter:
             call = self._any_order_call(spec, members, extras, groups)
             if call is not None:
                 return call
-        if self.any_order and not slots and not variants and 1 < len(members) <= MAX_ANY_ORDER_MEMBERS:
+        if self.any_order and not slots and not variants and 1 < len(members) <= MAX_GRAPH_ORDER_MEMBERS:
             graph = _any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups)
         else:  # operands of products and value classes: one order
-            if self.any_order and not slots and (variants or len(members) > MAX_ANY_ORDER_MEMBERS):
+            if self.any_order and not slots and (variants or len(members) > MAX_GRAPH_ORDER_MEMBERS):
                 self.notes.append(f"{spec.sources[0].pointer or '#'}: {len(members)} properties are kept in schema "
-                                  f"order (property_order='any' takes up to {MAX_ANY_ORDER_MEMBERS}, "
-                                  "and no oneOf of member constraints)")
+                                  "order (property_order='any' needs a member loop here, or at most "
+                                  f"{MAX_GRAPH_ORDER_MEMBERS} members, and no oneOf of member constraints)")
             graph = _members_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups,
                                    variants)
         if graph is NOTHING:
@@ -1906,7 +1911,7 @@ def _any_order_graph(members, extras, min_props: int, max_props: int | None, lay
 
     A state is (set of listed members written, count of all members, capped):
     exact, and exponential in the number of listed members, hence the cap
-    :data:`MAX_ANY_ORDER_MEMBERS`.
+    :data:`MAX_GRAPH_ORDER_MEMBERS`.
     """
     cap = max(1, min_props, (max_props + 1) if max_props is not None else 0)
     required = frozenset(i for i, member in enumerate(members) if member[2])
