@@ -646,7 +646,9 @@ def walk_dfa(trans, start_state, node_byte, node_depth, node_skip, node_tok_ptr,
 
 
 # Pushdown walks (:func:`walk_pda`) keep at most this many configurations per trie depth.
-PDA_MAX_CONFIGS = 16
+# An anyOf of many any-order objects calls one member loop per branch at once (JsonSchemaStore
+# monika-config-schema: 22), and past the bound every token is decided in Python (seconds).
+PDA_MAX_CONFIGS = 48
 
 
 @njit(cache=True, nogil=True)
