@@ -266,3 +266,22 @@ def test_tokens_are_sorted_by_what_they_do_outside_strings(data, inside, kinds):
     """The kinds pick the suspects (a kind missed is a token never simulated): brackets a
     token opens and closes are its own, and what happens inside strings is no structure."""
     assert ms._structure(data, inside) == kinds
+
+
+def test_a_bracket_back_into_an_object_out_of_keys_is_masked(infos):
+    """``],`` closes an array inside an object and writes a comma there: with every key of
+    the object written it is a dead end, like the comma alone.  Every token the mask
+    allows, or refuses, with a bracket, comma, brace or quote, against the byte reader."""
+    info = infos("llama-3")
+    schema = {"type": "object", "additionalProperties": False,
+              "properties": {"a": {"type": "array", "items": {"type": "string"}}, "b": {"type": "integer"}}}
+    compiled = Compiler(info, cache_dir=False).compile_json_schema(schema, whitespace="compact", property_order="any")
+    for prefix in ('{"b":1,"a":["x"', '{"a":["x"', '{"b":1,"a":["x","y'):
+        matcher = Matcher(compiled)
+        assert matcher.accept_bytes(prefix)
+        words = matcher.next_token_mask_words()
+        state = matcher._states[-1]
+        for token, data in enumerate(info.token_bytes):
+            if data and any(b in data for b in b'],}"') and token not in info.eos_token_ids:
+                allowed = bool(words[token >> 5] >> (token & 31) & 1)
+                assert allowed == (compiled.engine.advance_token(state, token) is not None), (prefix, data)

@@ -533,7 +533,8 @@ class MemberSetTokenPDA(ReaderTokenPDA):
                     wanted |= _COMMAS
                 if not all(members.rules[rule].closes(top) for rule in self._rules_of(configs, top=True)):
                     wanted |= _CLOSING
-            if any(members.exhausted(rules, keys, 0) for keys in objects[:-1]):
+            around = objects[:-1] if top is not None else objects  # the objects a closing bracket returns to
+            if any(members.exhausted(rules, keys, 0) for keys in around):
                 wanted |= _POPS
             if not all(members.rules[rule].closes(keys) for rule in rules for keys in objects):
                 wanted |= _CLOSING_MORE
