@@ -16,13 +16,14 @@ the matcher keeps what the loop forgets, as it keeps a unique array's items
   configuration.  A configuration in such a callee applies it only at its own
   object's level (:func:`member_roles` labels the callee's states with where they
   are: between members, or inside a member's key), not inside the values.
-* *Few bytes can fail.*  A configuration there dies on the quote that closes a key
-  its object holds already; on a comma when no key is left to write; inside a key,
-  once every way to finish it is a key written; and on the closing brace unless
-  the required keys and ``minProperties`` are met (:class:`MemberRule`).  The
-  emitter uses the loop only where nothing else can fail (no ``maxProperties`` below
-  the keys there are, no dependencies or ``oneOf`` of required sets, outside
-  products), so every configuration that survives those checks can finish.
+* *Few bytes can fail.*  A key is *blocked* when its object holds it already or when
+  no way to end is left after it (:meth:`MemberRule.feasible`: required names,
+  ``minProperties``, member groups over names).  A configuration there dies on the
+  quote that closes a blocked key; on a comma when no key is left to write; inside a
+  key, once every way to finish it is blocked; and on the closing brace unless its
+  :class:`MemberRule` holds.  The emitter uses the loop only where nothing else can
+  fail (no ``maxProperties`` below the keys there are, outside products), so every
+  configuration that survives those checks can finish.
 * *Masks are the pushdown automaton's rows* (memoised by configuration) less the
   tokens whose simulation kills every configuration; only tokens that could fail
   are simulated: by their quotes (:func:`~.unique_items.written_suspects`), and by
@@ -37,7 +38,7 @@ from typing import Mapping, NamedTuple
 import numpy as np
 
 from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA
-from .unique_items import GOES_ON, MANY_VALUES, StringEnds, _allowed, _ids, _plain_tokens, _quote_index, written_suspects
+from .unique_items import GOES_ON, StringEnds, _allowed, _ids, _plain_tokens, _quote_index, written_suspects
 
 __all__ = ["MemberRule", "member_roles", "MemberSetAutomaton", "MemberSetTokenPDA"]
 
@@ -129,6 +130,11 @@ def _group_holds(kind: str, branches: tuple, written: frozenset[bytes]) -> bool:
 
 # -- where a callee's states are ------------------------------------------------------
 _OUT, _IN, _ESC = 0, 1, 2
+#: The bytes that move a JSON text's place outside strings, and inside them.
+_SPECIALS = np.zeros(256, dtype=bool)
+_SPECIALS[[_QUOTE, _BACKSLASH, _COMMA, _COLON, _OPEN_OBJECT, _OPEN_ARRAY, _CLOSE_OBJECT, _CLOSE_ARRAY]] = True
+_STRING_SPECIALS = np.zeros(256, dtype=bool)
+_STRING_SPECIALS[[_QUOTE, _BACKSLASH]] = True
 
 
 def member_roles(pda: PushdownDFA, symbol: int) -> np.ndarray:
@@ -143,16 +149,12 @@ def member_roles(pda: PushdownDFA, symbol: int) -> np.ndarray:
     lo, hi = pda.blocks[symbol]
     trans, call_ret = pda.trans, pda.call_ret
     start = lo + pda.recursive[symbol].start
-    specials = np.zeros(256, dtype=bool)
-    specials[[_QUOTE, _BACKSLASH, _COMMA, _COLON, _OPEN_OBJECT, _OPEN_ARRAY, _CLOSE_OBJECT, _CLOSE_ARRAY]] = True
-    in_string_specials = np.zeros(256, dtype=bool)
-    in_string_specials[[_QUOTE, _BACKSLASH]] = True
     places: dict[int, tuple[int, int, bool]] = {start: (_OUT, 0, False)}
     todo = [start]
     while todo:
         state = todo.pop()
         place = places[state]
-        for target, reached in _moves(trans[state], call_ret[state], place, specials, in_string_specials):
+        for target, reached in _moves(trans[state], call_ret[state], place):
             known = places.get(target)
             if known is None:
                 places[target] = reached
@@ -167,8 +169,7 @@ def member_roles(pda: PushdownDFA, symbol: int) -> np.ndarray:
     return roles
 
 
-def _moves(row: np.ndarray, returns: np.ndarray, place: tuple[int, int, bool], specials: np.ndarray,
-           in_string_specials: np.ndarray):
+def _moves(row: np.ndarray, returns: np.ndarray, place: tuple[int, int, bool]):
     """The (target, place) pairs of one state's moves, from its place (mode, depth, whether
     a string there is one of the object's keys)."""
     mode, depth, key = place
@@ -176,7 +177,7 @@ def _moves(row: np.ndarray, returns: np.ndarray, place: tuple[int, int, bool], s
         for target in np.unique(row[row >= 0]).tolist():
             yield target, (_IN, depth, key)
         return
-    plain = row[~(in_string_specials if mode == _IN else specials)]
+    plain = row[~(_STRING_SPECIALS if mode == _IN else _SPECIALS)]
     for target in np.unique(plain[plain >= 0]).tolist():
         yield target, place
     if mode == _IN:
@@ -262,8 +263,6 @@ class MemberSetAutomaton(ByteReader):
             roles[lo:hi] = member_roles(pda, symbol)
         self._rule_of, self._roles = rule_of.tolist(), roles.tolist()
         self.ends = StringEnds(pda.trans)
-        #: The fewest keys an any-order object may hold (MANY_VALUES: no bound).
-        self.fewest_keys = min((r.keys for r in self.rules if r.keys != GOES_ON), default=MANY_VALUES)
         self._ahead: dict[tuple[int, frozenset[bytes]], bool] = {}
         self._blocked: dict[tuple[int, frozenset[bytes]], frozenset[bytes]] = {}
         #: Whether some rule has member groups (keys may be blocked before they are written).

@@ -357,8 +357,9 @@ class PushdownDFA(ByteReader):
         for column, symbol in enumerate(symbols):
             if symbol not in WIDE_SYMBOLS:
                 self.call_ret[:, column] = on_symbols[:, CALL_SYMBOLS.index(symbol)]
+        column_of = {symbol: column for column, symbol in enumerate(symbols)}
         for state, symbol, ret in wide:
-            self.call_ret[state, symbols.index(symbol)] = ret
+            self.call_ret[state, column_of[symbol]] = ret
         #: The table rows ``[lo, hi)`` of each callee, by its symbol.
         self.blocks = {symbol: (offsets[k + 1], offsets[k + 2]) for k, symbol in enumerate(symbols)}
         #: The start state of each callee, by column of ``call_ret``.
@@ -368,8 +369,8 @@ class PushdownDFA(ByteReader):
         callers, columns = np.nonzero(self.call_ret >= 0)  # by state, then by callee
         self.trans = table
         # The symbols are never text (a <0xFF> byte token must not call); only these moves are on them.
-        self.trans[callers, np.asarray([s if s not in WIDE_SYMBOLS else WIDE_CALL for s in symbols] or [0],
-                                       dtype=np.int64)[columns]] = -1
+        symbol_bytes = np.asarray([s if s not in WIDE_SYMBOLS else WIDE_CALL for s in symbols], dtype=np.int64)
+        self.trans[callers, symbol_bytes[columns]] = -1
         self.accepting = np.concatenate([b.accepting for b in blocks])
         for start in self.callee_starts.tolist():
             if self.calls[start] >= 0 or self.accepting[start]:
