@@ -232,11 +232,12 @@ class Compiler:
             every required one present.  An object is a loop over its members whose
             repeats, required keys and ``minProperties`` the matcher keeps
             (:mod:`constrain.automata.member_sets`); where that cannot stand (a
-            ``maxProperties`` below the keys there are, dependencies or ``oneOf`` of
-            required sets, documents with ``uniqueItems``, no call symbol left) an
-            object of up to 6 listed properties is a graph over the sets written, and
-            larger ones stay in schema order, said in ``notes``.  Objects inside
-            ``oneOf``, ``not`` and ``if`` keep one shared order, which keeps those exact.
+            ``maxProperties`` below the keys there are, member groups over more than
+            12 names, no call symbol left) an object of up to 3 listed properties is a
+            graph over the sets written, and larger ones stay in schema order, said in
+            ``notes``.  Objects inside ``not``, ``if`` and the branches of a ``oneOf``
+            that one value can meet together keep one shared order, which keeps those
+            exact.
         strict:
             Raise :class:`~constrain.errors.SchemaError` for keywords that cannot be
             enforced exactly (``uniqueItems`` over items of more than 8 values that
@@ -292,7 +293,7 @@ class Compiler:
                 longest = token_trie_for(self.tokenizer_info, self._disk).max_depth
                 if language.members:
                     engine = MemberSetTokenPDA(language.pushdown(longest), self.tokenizer_info, self._disk,
-                                               language.members)
+                                               language.members, language.unique)
                 elif language.unique:
                     engine = UniqueItemsTokenPDA(language.pushdown(longest), self.tokenizer_info, self._disk,
                                                  language.unique)

@@ -48,6 +48,10 @@ SCHEMAS = {
     "recursive": {"$defs": {"node": _object({"v": {"type": "integer"}, "kids": {"type": "array",
                                                                                 "items": {"$ref": "#/$defs/node"}}},
                                             "v", additionalProperties=False)}, "$ref": "#/$defs/node"},
+    "unique strings": _object({"a": {"type": "integer"}, "t": {"type": "array", "items": {"type": "string"},
+                                                               "uniqueItems": True},
+                               "u": {"type": "array", "items": _object({"p": {}, "q": {}}, "q")}}, "a",
+                              additionalProperties=False),
 }
 
 VALUES = [1, 7, -3, 0, "s", True, None, 2.5, {"x": 1, "z": "t"}, [{"q": 1}], [{"p": 1, "q": 2}], [{"p": 1}],
@@ -56,7 +60,8 @@ VALUES = [1, 7, -3, 0, "s", True, None, 2.5, {"x": 1, "z": "t"}, [{"q": 1}], [{"
 
 TYPED = {"integer": [1, 7, -3], "string": ["s", "t"], "boolean": [True, False], "null": [None], "number": [2.5, 1],
          "object": [{"x": 1, "z": "t"}, {"z": "t", "y": 3, "x": 2}, {"y": 3}],
-         "array": [[{"q": 1}], [{"p": 1, "q": 2}, {"q": 3, "p": 4}], [{"kids": [{"v": 3}], "v": 2}], [{"v": 1, "v2": 1}]]}
+         "array": [[{"q": 1}], [{"p": 1, "q": 2}, {"q": 3, "p": 4}], [{"kids": [{"v": 3}], "v": 2}], [{"v": 1, "v2": 1}]],
+         "strings": [["s", "t"], ["t", "s", "t"], []]}
 
 
 def _candidates(schema, rng):
@@ -69,7 +74,8 @@ def _candidates(schema, rng):
     names = sorted(listed) + ["x1"]
 
     def value(name):
-        pool = TYPED.get(listed.get(name, {}).get("type"))
+        sub = listed.get(name, {})
+        pool = TYPED.get("strings" if sub.get("items", {}).get("type") == "string" else sub.get("type"))
         return rng.choice(pool) if pool and rng.random() < 0.8 else rng.choice(VALUES)
 
     for size in itertools.chain(range(6), range(6), range(6)):  # three rounds of values
@@ -106,13 +112,17 @@ def test_repeated_keys_and_dead_ends_are_refused_byte_by_byte():
     assert automaton.is_prefix(b'{"c":1,"b":2,') and not automaton.is_prefix(b'{"c":1,"b":2,"b')
 
 
-def test_schema_order_is_unchanged_and_unique_items_keep_the_graph():
+def test_schema_order_is_unchanged_and_unique_items_join_the_member_loop():
     schema = SCHEMAS["required and optional"]
     assert not schema_to_dfa(schema).members
     with_unique = {**schema, "properties": {**schema["properties"], "g": {"type": "array", "items": {"type": "string"},
                                                                         "uniqueItems": True}}}
     language = schema_to_dfa(with_unique, ANY)
-    assert language.unique and not language.members
+    assert language.unique and language.members
+    automaton = language.automaton
+    assert automaton.matches(b'{"g": ["x", "y"], "e": 1.5, "a": 1, "c": true}')
+    assert not automaton.matches(b'{"g": ["x", "x"], "e": 1.5, "a": 1, "c": true}')  # a repeated item
+    assert not automaton.matches(b'{"g": ["x"], "a": 1, "g": [], "c": true}')  # a repeated key
 
 
 def test_rules_and_roles():
@@ -179,6 +189,31 @@ def test_masks_are_exact_against_the_enumerated_documents(infos, finite_oracle, 
     compiled = Compiler(info, cache_dir=False).compile_json_schema(FINITE, whitespace="compact", property_order="any")
     assert isinstance(compiled.engine, MemberSetTokenPDA)
     problem = check_masks_along_random_walk(Matcher(compiled), finite_oracle, info, steps=4, seed=len(start),
+                                            start=start)
+    assert problem is None, problem
+
+
+UNIQUE_FINITE = _object({"a": {"enum": ["1", "22"]}, "c": {"type": "boolean"},
+                         "t": {"type": "array", "items": {"type": "string", "pattern": "^[a-c]{1,2}$"},
+                               "uniqueItems": True, "maxItems": 2}}, "a", additionalProperties=False)
+
+
+@pytest.fixture(scope="module")
+def unique_oracle(infos):
+    strings = [a + b for a in "abc" for b in ["", *"abc"]]
+    arrays = [[]] + [[s] for s in strings] + [[s, t] for s in strings for t in strings if s != t]
+    return _DocumentsOracle(_documents({"a": ["1", "22"], "c": [True, False], "t": arrays}, ["a"]), infos("llama-3"))
+
+
+@pytest.mark.parametrize("start", [b"", b'{"t":["a",', b'{"t":["ab","a', b'{"c":true,"t":["b"', b'{"t":[],"a":"1",',
+                                   b'{"a":"22","t":["c","c'])
+def test_masks_with_unique_arrays_in_member_loops_are_exact(infos, unique_oracle, start):
+    """Both records at once: the keys written (member loop) and the array's items (unique)."""
+    info = infos("llama-3")
+    compiled = Compiler(info, cache_dir=False).compile_json_schema(UNIQUE_FINITE, whitespace="compact",
+                                                                   property_order="any")
+    assert isinstance(compiled.engine, MemberSetTokenPDA) and compiled.engine.members.unique is not None
+    problem = check_masks_along_random_walk(Matcher(compiled), unique_oracle, info, steps=5, seed=len(start),
                                             start=start)
     assert problem is None, problem
 

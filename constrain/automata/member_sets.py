@@ -38,7 +38,8 @@ from typing import Mapping, NamedTuple
 import numpy as np
 
 from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA
-from .unique_items import GOES_ON, StringEnds, _allowed, _ids, _plain_tokens, _quote_index, written_suspects
+from .unique_items import (GOES_ON, NO_ITEMS, StringEnds, UniqueItemsAutomaton, _allowed, _ids, _plain_tokens,
+                           _quote_index, item_suspects, tracked_items, written_suspects)
 
 __all__ = ["MemberRule", "member_roles", "MemberSetAutomaton", "MemberSetTokenPDA"]
 
@@ -84,16 +85,23 @@ class MemberRule(NamedTuple):
                 names |= branch or frozenset()
         return frozenset(names)
 
+    @property
+    def searched(self) -> frozenset[bytes]:
+        """The names :meth:`feasible` searches over: those the groups mention that are not
+        required (every object that ends holds the required ones)."""
+        return self.relevant - self.required
+
     def feasible(self, written: frozenset[bytes]) -> bool:
-        """Whether some object holding ``written`` and more keys may end: a search over the
-        relevant names not written (the others only add to the count)."""
+        """Whether some object holding ``written`` and more keys may end: the required
+        names and a subset of the :attr:`searched` ones not written (other names only add
+        to the count)."""
         relevant = self.relevant
-        free = sorted(relevant - written)
+        free = sorted(self.searched - written)
         spare = None if self.keys == GOES_ON else self.keys - len(relevant | written)  # other keys left
         for size in range(len(free) + 1):
             for more in itertools.combinations(free, size):
-                held = written.union(more)
-                if (self.required <= held and (spare is None or len(held) + spare >= self.min_properties)
+                held = written.union(self.required, more)
+                if ((spare is None or len(held) + spare >= self.min_properties)
                         and all(_group_holds(kind, branches, held) for kind, branches in self.groups)):
                     return True
         return False
@@ -199,13 +207,15 @@ class _Text(NamedTuple):
     """What the text says about objects: the open containers, innermost last (an object's
     keys written so far, or None for an array), whether the innermost object's next
     string is a key, and the string being read (None outside one), whether its last
-    byte was an escaping backslash, and whether it is a key."""
+    byte was an escaping backslash, and whether it is a key.  Where the document has
+    unique arrays too, ``items`` is their record (:class:`~.unique_items.ItemTrack`)."""
 
     containers: tuple = ()
     expecting_key: bool = False
     string: bytes | None = None
     escaped: bool = False
     key: bool = False
+    items: tuple | None = None
 
     @property
     def keys(self) -> frozenset[bytes] | None:
@@ -244,16 +254,21 @@ def _lexed(text: _Text, byte: int) -> _Text:
 
 class MemberSetAutomaton(ByteReader):
     """A :class:`PushdownDFA` whose callees ``rules`` names are objects whose members come in
-    any order, each once, their :class:`MemberRule` met.
+    any order, each once, their :class:`MemberRule` met; and those ``values`` names (if
+    any) arrays of distinct strings (:class:`~.unique_items.UniqueItemsAutomaton`).
 
     A state is ``(configurations, text)``: the pushdown automaton's state and the
     :class:`_Text` record.  Configurations in those callees are dropped where their
     object would repeat a key, could go on only by repeating one, or ends unmet (see
-    the module's docstring); the others read on.
+    the module's docstring), or where their array would repeat an item; the others
+    read on.  The two kinds of callees are disjoint blocks, so the two filters are
+    applied one after the other.
     """
 
-    def __init__(self, pda: PushdownDFA, rules: Mapping[int, MemberRule]) -> None:
+    def __init__(self, pda: PushdownDFA, rules: Mapping[int, MemberRule], values: Mapping[int, int] | None = None) -> None:
         self.pda = pda
+        #: The unique arrays' reader (None: the document has none).
+        self.unique = UniqueItemsAutomaton(pda, values) if values else None
         self.rules = list(rules.values())
         rule_of = np.full(pda.stride, -1, dtype=np.int64)
         roles = np.zeros(pda.stride, dtype=np.int8)
@@ -272,7 +287,7 @@ class MemberSetAutomaton(ByteReader):
 
     @property
     def start(self) -> tuple:
-        return (self.pda.start, _START)
+        return (self.pda.start, _START if self.unique is None else _START._replace(items=NO_ITEMS))
 
     def rules_in(self, configs: tuple, top: bool = False) -> frozenset[int]:
         """The rules of the any-order objects some frame of ``configs`` is in (``top``: per
@@ -308,6 +323,11 @@ class MemberSetAutomaton(ByteReader):
         elif text.key and not text.escaped and byte == _QUOTE and (self.grouped or text.string in written):
             closed = self._kept(closed, lambda rule, role: role != KEY or text.string not in self.blocked(rule, written))
         after = _lexed(text, byte)
+        unique = self.unique
+        if unique is not None:
+            items, repeated = tracked_items(text.items, byte)
+            closed = unique.before(closed, text.items, byte, repeated)
+            after = after._replace(items=items)
         moved = self.pda.move(closed, byte)
         keys = after.keys
         if moved and keys is not None and (keys or self.grouped):
@@ -316,6 +336,8 @@ class MemberSetAutomaton(ByteReader):
             elif after.key and after.string is not None:
                 moved = self._moved_kept(moved, KEY_ESCAPED if after.escaped else KEY, lambda rule, state: self.ends.fresh(
                     state, after.string, after.escaped, self.blocked(rule, keys)))
+        if unique is not None:
+            moved = unique.after(moved, after.items)
         return (moved, after) if moved else None
 
     def blocked(self, rule: int, written: frozenset[bytes]) -> frozenset[bytes]:
@@ -480,9 +502,10 @@ class MemberSetTokenPDA(ReaderTokenPDA):
     """Token masks of a :class:`MemberSetAutomaton`: the pushdown automaton's rows, less the
     tokens whose simulation kills every configuration (only suspects are simulated)."""
 
-    def __init__(self, automaton: PushdownDFA, info, disk=None, rules: Mapping[int, MemberRule] | None = None) -> None:
+    def __init__(self, automaton: PushdownDFA, info, disk=None, rules: Mapping[int, MemberRule] | None = None,
+                 values: Mapping[int, int] | None = None) -> None:
         super().__init__(automaton, info, disk)
-        self.members = self.reader = MemberSetAutomaton(automaton, rules or {})
+        self.members = self.reader = MemberSetAutomaton(automaton, rules or {}, values)
         self._quotes = _quote_index(info)
         self._plain = _plain_tokens(info)
         self._index = _member_index(info)
@@ -539,6 +562,8 @@ class MemberSetTokenPDA(ReaderTokenPDA):
                 wanted |= _CLOSING_MORE
         kinds = self._index.kinds[inside]
         suspects += [token for token in _allowed(words, self._index.ids[inside]) if kinds[token] & wanted]
+        if members.unique is not None:
+            suspects += item_suspects(members.unique, self._quotes, self._plain, words, text.items, self.trie.max_depth)
         return suspects
 
     def _rules_of(self, configs: tuple, top: bool = False) -> frozenset[int]:

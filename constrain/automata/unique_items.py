@@ -32,7 +32,8 @@ import numpy as np
 from .byte_dfa import ByteDFA
 from .pushdown import CALL_SYMBOLS, WIDE_CALL, ByteReader, PushdownDFA, ReaderTokenPDA
 
-__all__ = ["string_values", "GOES_ON", "MANY_VALUES", "UniqueItemsAutomaton", "UniqueItemsTokenPDA"]
+__all__ = ["string_values", "GOES_ON", "MANY_VALUES", "ItemTrack", "NO_ITEMS", "tracked_items", "item_suspects",
+           "UniqueItemsAutomaton", "UniqueItemsTokenPDA"]
 
 _QUOTE, _BACKSLASH, _COMMA = ord('"'), ord("\\"), ord(",")
 _OPEN_ARRAY, _OTHER_BRACKETS = ord("["), frozenset(b"{]}")
@@ -180,7 +181,7 @@ class StringEnds:
         return found
 
 
-class _Track(NamedTuple):
+class ItemTrack(NamedTuple):
     """What the text says about strings in arrays: the strings written directly in the
     innermost open container when it is an array (None otherwise, or once it holds
     anything but strings: no unique array's configuration can be there, so which
@@ -194,7 +195,7 @@ class _Track(NamedTuple):
     escaped: bool = False
 
 
-_START = _Track()
+NO_ITEMS = ItemTrack()
 
 
 class UniqueItemsAutomaton(ByteReader):
@@ -202,7 +203,7 @@ class UniqueItemsAutomaton(ByteReader):
 
     ``values[symbol]`` is :func:`string_values` of that array's items.  A state is
     ``(configurations, track)``: the pushdown automaton's state and the
-    :class:`_Track` of the text.  The configurations whose current state is in one of
+    :class:`ItemTrack` of the text.  The configurations whose current state is in one of
     those callees are dropped where their array would repeat an item or could only
     go on by repeating one (see the module's docstring); the others read on.
     """
@@ -220,7 +221,7 @@ class UniqueItemsAutomaton(ByteReader):
 
     @property
     def start(self) -> tuple:
-        return (self.pda.start, _START)
+        return (self.pda.start, NO_ITEMS)
 
     @property
     def bounded(self) -> bool:
@@ -230,18 +231,27 @@ class UniqueItemsAutomaton(ByteReader):
     def step(self, state: tuple, byte: int) -> tuple | None:
         """The state after one byte, or None when the text left the language."""
         configs, track = state
-        after, repeated = _tracked(track, byte)
-        pda = self.pda
-        closed = pda.closure(configs)
-        if repeated:
-            closed = self._without(closed, lambda count: True)
-        elif byte == _COMMA and track.string is None and track.written is not None and self._bounded:
-            written = len(track.written)  # another item must come: one not written yet
-            closed = self._without(closed, lambda count: count != GOES_ON and count <= written)
-        moved = pda.move(closed, byte)
-        if moved and after.string is not None and after.written and self._bounded:
-            moved = tuple(c for c in moved if self._can_finish(c[-1], after))
+        after, repeated = tracked_items(track, byte)
+        moved = self.pda.move(self.before(self.pda.closure(configs), track, byte, repeated), byte)
+        moved = self.after(moved, after)
         return (moved, after) if moved else None
+
+    def before(self, closed: list, track: "ItemTrack", byte: int, repeated: bool) -> list:
+        """The closed configurations that may read ``byte`` (``repeated``: it closes a string
+        the innermost array holds already)."""
+        if repeated:
+            return self._without(closed, lambda count: True)
+        if byte == _COMMA and track.string is None and track.written is not None and self._bounded:
+            written = len(track.written)  # another item must come: one not written yet
+            return self._without(closed, lambda count: count != GOES_ON and count <= written)
+        return closed
+
+    def after(self, moved: tuple, track: "ItemTrack") -> tuple:
+        """The configurations ``moved`` that can still finish the string they are in with
+        one the array has not written (``track``: the record after the byte)."""
+        if moved and track.string is not None and track.written and self._bounded:
+            return tuple(c for c in moved if self._can_finish(c[-1], track))
+        return moved
 
     def _without(self, closed: list, dies) -> list:
         """The closed configurations ``closed`` less those in a unique array for whose value
@@ -254,7 +264,7 @@ class UniqueItemsAutomaton(ByteReader):
                 kept.append(config)
         return tuple(kept)
 
-    def _can_finish(self, state: int, track: _Track) -> bool:
+    def _can_finish(self, state: int, track: ItemTrack) -> bool:
         """Whether a configuration at ``state`` (inside a string, written ``track.string``
         so far) can finish it with a string not written in the array yet."""
         count = self._values[state % self.pda.stride]
@@ -266,7 +276,7 @@ class UniqueItemsAutomaton(ByteReader):
         return self.pda.is_accepting(state[0])
 
 
-def _tracked(track: _Track, byte: int) -> tuple[_Track, bool]:
+def tracked_items(track: ItemTrack, byte: int) -> tuple[ItemTrack, bool]:
     """The track after ``byte`` and whether that byte closed a string the innermost array
     already holds."""
     if track.string is not None:
@@ -283,9 +293,9 @@ def _tracked(track: _Track, byte: int) -> tuple[_Track, bool]:
     if byte == _QUOTE:
         return track._replace(string=b""), False
     if byte == _OPEN_ARRAY:
-        return _Track(frozenset()), False
+        return ItemTrack(frozenset()), False
     if byte in _OTHER_BRACKETS:  # inside an object, or back in a container that held one
-        return _START, False
+        return NO_ITEMS, False
     return track, False
 
 
@@ -317,20 +327,24 @@ class UniqueItemsTokenPDA(ReaderTokenPDA):
                 words[token >> 5] &= ~np.uint32(1 << (token & 31))
         return words
 
-    def _suspects(self, track: _Track, words: np.ndarray) -> list[int]:
-        """The allowed tokens that may kill a configuration (a superset: the simulation
-        decides): those closing a string written before in the innermost array, and
-        where some array's items have finite rests, those leaving a string open on a
-        written string's beginning, or writing a comma once nearly every value is
-        written."""
-        index, bounded = self._quotes, self.unique.bounded
-        if track.written is None:  # not directly in an array: only one the token opens can fail
-            return _allowed(words, index.new_array)
-        suspects = written_suspects(index, self._plain, words, track.written, track.string, track.escaped, bounded,
-                                    self.trie.max_depth)
-        if bounded and len(track.written) + index.most_closed >= self.unique.fewest_values:
-            suspects += _allowed(words, index.commas)
-        return suspects
+    def _suspects(self, track: ItemTrack, words: np.ndarray) -> list[int]:
+        return item_suspects(self.unique, self._quotes, self._plain, words, track, self.trie.max_depth)
+
+
+def item_suspects(unique: UniqueItemsAutomaton, index: "_QuoteIndex", plain: dict[bytes, list[int]],
+                  words: np.ndarray, track: ItemTrack, max_depth: int) -> list[int]:
+    """The allowed tokens of ``words`` that may kill a configuration in a unique array (a
+    superset: the simulation decides): those closing a string written before in the
+    innermost array, and where some array's items have finite rests, those leaving a
+    string open on a written string's beginning, or writing a comma once nearly every
+    value is written."""
+    bounded = unique.bounded
+    if track.written is None:  # not directly in an array: only one the token opens can fail
+        return _allowed(words, index.new_array)
+    suspects = written_suspects(index, plain, words, track.written, track.string, track.escaped, bounded, max_depth)
+    if bounded and len(track.written) + index.most_closed >= unique.fewest_values:
+        suspects += _allowed(words, index.commas)
+    return suspects
 
 
 

@@ -100,7 +100,7 @@ class SchemaLanguage:
             return self.dfa
         pda = self.pushdown(BYTE_MARGIN)
         if self.members:
-            return MemberSetAutomaton(pda, self.members)
+            return MemberSetAutomaton(pda, self.members, self.unique)
         return UniqueItemsAutomaton(pda, self.unique) if self.unique else pda
 
     def pushdown(self, longest: int) -> PushdownDFA:

@@ -43,7 +43,8 @@ from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, mu
 from .sharing import shared_definitions
 from .slots import shared_slots
 from .spec import (ANNOTATION_KEYWORDS, BASE64_PATTERN, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec,
-                   MemberGroup, dependency_names, group_branches, merge_orders, place_branch, ref_keyword, spec_of)
+                   MemberGroup, dependency_names, group_branches, merge_orders, place_branch, ref_keyword, spec_of,
+                   unknown_keywords)
 from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, PATTERN_COUNT, SHORT_STRING, CountedString,
                       any_string_dfa, bounds_implied, counted_states, encode_chars, encoded_string, pattern_tree,
                       string_tree, utf8_chars)
@@ -53,6 +54,7 @@ __all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES", "largest_parts", "any_
 
 WHITESPACE_MODES = ("flexible", "canonical", "compact")
 _ALL_TYPES = frozenset(("null", "boolean", "object", "array", "string", "number", "integer"))
+_TYPE_GROUPS = tuple(map(frozenset, (("null",), ("boolean",), ("object",), ("array",), ("string",), ("number", "integer"))))
 WS_BYTES = b" \t\n\r"
 # Free-form values inside the operands of products (not, oneOf, if, contains) nest at most this deep.
 OPERAND_ANY_DEPTH = 3
@@ -65,13 +67,13 @@ _JSON_TEXT = ("contentMediaType: application/json",)
 SHARED_STRING_STATES = 2000
 # Object constants are written in any order up to this many members (2**k states per object).
 MAX_ANY_ORDER_MEMBERS = 6
-#: property_order="any" where no member loop can stand (documents with uniqueItems,
-#: maxProperties below the keys there are): the subset graph, 2**k copies of the
+#: property_order="any" where no member loop can stand (maxProperties below the keys
+#: there are, keys that cannot be counted): the subset graph, 2**k copies of the
 #: values, up to this many members (at 6, ui5.yaml and three others passed the state
 #: limit or the compile timeout); larger objects keep schema order.
 MAX_GRAPH_ORDER_MEMBERS = 3
-#: An any-order object's member groups may mention this many names at most (with its
-#: required ones): the matcher searches their subsets for a way to end.
+#: An any-order object's member groups may mention this many names at most besides its
+#: required ones: the matcher searches their subsets for a way to end.
 MAX_GROUP_NAMES = 12
 #: Call symbols the shared definitions leave free, for recursive definitions.
 RESERVED_SYMBOLS = 2
@@ -319,6 +321,11 @@ class SchemaEmitter:
             spec = walk.absorb(spec, loc, frozenset())
         tree = self.spec_tree(spec, tuple(walk.chain))
         dfa = self._dfa(tree)
+        loop = _single_call(dfa) if dfa is not None else None
+        if loop in self.member_rules:
+            # The definition is one member loop (property_order="any"): its body under this
+            # symbol too, so the recursion into it is a call like any other.
+            dfa, self.member_rules[symbol] = self.callees[loop], self.member_rules[loop]
         if dfa is not None and _callable(dfa):
             self.callees[symbol] = dfa
             self.sizes.append((locs[0].pointer or "#", dfa.num_states))
@@ -533,9 +540,15 @@ class SchemaEmitter:
         group, rest = spec.one_of[0], spec.without(one_of=spec.one_of[1:])
         merged = [self._branch(rest, group, i, chain) for i in range(len(group.node))]
         unevaluated = bool(rest.unevaluated_properties or rest.unevaluated_items)
-        if not unevaluated and all(
-                self._disjoint(a, b, chain) for i, (a, _) in enumerate(merged) for b, _ in merged[i + 1:]):
-            return alt(*(self.spec_tree(branch, branch_chain) for branch, branch_chain in merged))
+        if not unevaluated:
+            possible = frozenset().union(*(_possible_types(branch) for branch, _ in merged))
+            apart = self._disjoint_types(merged, chain) & possible
+            if apart == possible:
+                return alt(*(self.spec_tree(branch, branch_chain) for branch, branch_chain in merged))
+            if apart:
+                # Split by type: branches apart for objects (required tags) but not for the
+                # scalars they all let through need no product over their objects.
+                return alt(self.spec_tree(_typed(spec, apart), chain), self.spec_tree(_typed(spec, possible - apart), chain))
         moved = None if unevaluated else self._member_group(group, "oneOf", rest.presence)
         if moved is not None:
             # Branches that only constrain members: rules of the object's member graph
@@ -561,6 +574,16 @@ class SchemaEmitter:
             with self.numbers_spelled(PLAIN):
                 built = self._dfa(self.spec_tree(spec, chain))
         return self._plain(built, self.over), removed
+
+    def _disjoint_types(self, branches: list[tuple[Spec, tuple[str, ...]]], chain: tuple[str, ...]) -> frozenset[str]:
+        """The types for which no value meets two of ``branches`` (:meth:`_disjoint` on the
+        branches narrowed to each type in turn; ``number`` and ``integer`` go together)."""
+        apart: frozenset[str] = frozenset()
+        for group in _TYPE_GROUPS:
+            narrowed = [_typed(branch, group) for branch, _ in branches]
+            if all(self._disjoint(a, b, chain) for i, a in enumerate(narrowed) for b in narrowed[i + 1:]):
+                apart |= group
+        return apart
 
     def _disjoint(self, a: Spec, b: Spec, chain: tuple[str, ...], depth: int = 2) -> bool:
         """Whether no value meets both records, judged from what surely holds (conservative):
@@ -831,15 +854,14 @@ class SchemaEmitter:
         Member groups (``oneOf``/``anyOf``/``if`` over required names, dependencies) are
         rules over the names written too: the matcher refuses a key after which none of
         them could hold (:meth:`MemberRule.feasible`, a search over the
-        :data:`MAX_GROUP_NAMES` names at most that they and ``required`` mention).
+        :data:`MAX_GROUP_NAMES` names at most that they mention besides ``required``).
 
         None where that is not exact or cannot stand: where a failure could come before
         the closing brace that no name search sees (``maxProperties`` below the keys the
         object may hold, keys :func:`string_values` cannot count), where no call may
-        stand (a product's operand, ``max_any_depth``, all wide symbols taken), and in
-        documents with ``uniqueItems`` (the matcher keeps one kind of set at a time).
+        stand (a product's operand, ``max_any_depth``, all wide symbols taken).
         """
-        if self._writes_unique_items or not self._shareable(spec.slots) or self._member_ids >= len(WIDE_SYMBOLS):
+        if not self._shareable(spec.slots) or self._member_ids >= len(WIDE_SYMBOLS):
             return None
         keys = _key_count(members, extras)
         if keys is None or (keys != GOES_ON and keys < spec.min_properties):
@@ -853,7 +875,7 @@ class SchemaEmitter:
         raw = [key[1:-1].encode() for key, _, _ in members]
         rule = MemberRule(frozenset(name for name, (_, _, required) in zip(raw, members) if required),
                           spec.min_properties, keys, tuple(_group_by_names(group, raw) for group in groups))
-        if len(rule.relevant) > MAX_GROUP_NAMES or not rule.feasible(frozenset()):
+        if len(rule.searched) > MAX_GROUP_NAMES or not rule.feasible(frozenset()):
             return None
         if rule.closes(frozenset()):  # else the loop writes a member at least
             body = opt(body)
@@ -869,20 +891,6 @@ class SchemaEmitter:
         self.member_rules[symbol] = rule
         self.sizes.append(((spec.sources[0].pointer if spec.sources else "") or "#", dfa.num_states))
         return Automaton(call_marker(symbol))
-
-    @cached_property
-    def _writes_unique_items(self) -> bool:
-        """Whether the document says ``uniqueItems: true`` anywhere (a raw scan)."""
-        todo = [self.doc.root]
-        while todo:
-            node = todo.pop()
-            if isinstance(node, dict):
-                if node.get("uniqueItems") is True:
-                    return True
-                todo.extend(node.values())
-            elif isinstance(node, list):
-                todo.extend(node)
-        return False
 
     def _member_variants(self, spec: Spec, where: dict[str, int], chain: tuple[str, ...]) -> dict[int, "_ValueClasses"]:
         """For each member the member groups' branches constrain (see :func:`_member_wise`):
@@ -1150,7 +1158,8 @@ class SchemaEmitter:
         away.)"""
         common = set.intersection(*({_json_key(v, False) for v in values} for values in spec.enums))
         candidates = [v for values in spec.enums for v in values if _json_key(v, False) in common]
-        kept = [v for v in _unique(candidates) if self._valid(v, spec) and _meets_content(v, spec)]
+        kept = [v for v in _unique(candidates)
+                if (spec.types is None or spec.types & _json_types(v)) and self._valid(v, spec) and _meets_content(v, spec)]
         return alt(*(self._literal(v, spec.slots) for v in kept))
 
     def _valid(self, value: Any, spec: Spec) -> bool:
@@ -1352,6 +1361,18 @@ _NO_NAMES = ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.zeros(1, dtype=boo
 
 _STRIPPED = frozenset(("enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$ref",
                        "dependentSchemas", "dependentRequired", "dependencies", "$defs", "definitions"))
+
+
+def _single_call(dfa: ByteDFA) -> int | None:
+    """The symbol whose one call is all ``dfa`` reads, else None."""
+    called = called_symbols(dfa)
+    if len(called) != 1:
+        return None
+    (symbol,) = called
+    marker = call_marker(symbol)
+    alike = (dfa.num_states == marker.num_states and not dfa.accepting[dfa.start] and int(dfa.accepting.sum()) == 1
+             and np.count_nonzero(dfa.trans >= 0) == np.count_nonzero(marker.trans >= 0))
+    return symbol if alike else None
 
 
 def _callable(dfa: ByteDFA) -> bool:
@@ -1813,7 +1834,7 @@ def _member_wise(group: MemberGroup, presence: list[MemberGroup]) -> bool:
     :data:`MAX_MEMBER_CONSTRAINTS` (or :func:`_few_constants`)."""
     branches = group.nodes
     for branch in branches:
-        if not isinstance(branch, dict) or not set(branch) <= _MEMBER_WISE_KEYWORDS:
+        if not isinstance(branch, dict) or not set(branch) - set(unknown_keywords(branch)) <= _MEMBER_WISE_KEYWORDS:
             return False
         if not isinstance(branch.get("properties", {}), dict) or not isinstance(branch.get("required", []), list):
             return False
@@ -2142,6 +2163,11 @@ def _json_types(value: Any) -> frozenset[str]:
     if isinstance(value, (int, float)):
         return frozenset(("number", "integer")) if float(value).is_integer() else frozenset(("number",))
     return frozenset(("string" if isinstance(value, str) else "array" if isinstance(value, list) else "object",))
+
+
+def _typed(spec: Spec, types: frozenset[str]) -> Spec:
+    """``spec`` narrowed to values of ``types``."""
+    return spec.without(types=_possible_types(spec) & types)
 
 
 def _possible_types(spec: Spec) -> frozenset[str]:
