@@ -1227,6 +1227,31 @@ def test_member_wise_one_of_is_exact(schema, monkeypatch):
         assert dfa.matches(text_of(scalar).encode()) == is_valid(schema, scalar), scalar
 
 
+@pytest.mark.parametrize("schema, order", [
+    ({"properties": {"a": _NUMBER, "b": {}, "c": {"type": "string"}}, "not": {"required": ["a", "b"]}}, "abc"),
+    ({"type": "object", "properties": {"a": _NUMBER, "b": {}}, "required": ["b"],
+      "not": {"allOf": [{"required": ["a"]}, {"required": ["x"]}]}}, "abx"),  # the group's names after the listed ones
+    ({"properties": {"a": _NUMBER}, "not": {"type": "object", "required": ["a"]}}, "a"),
+])
+def test_not_of_required_names_is_a_member_group(schema, order, monkeypatch):
+    """``not: {"required": [...]}`` (names that may not all be there) is a rule of the member
+    graph, not a product: exact against jsonschema for every member order of up to three
+    names in schema order, and for scalars (refused unless the negated schema is typed)."""
+    import constrain.grammar.json_schema.emit as emit
+
+    monkeypatch.setattr(emit.SchemaEmitter, "_minus", lambda *args: pytest.fail("a product was built"))
+    dfa = schema_to_dfa(schema).automaton
+    for size in range(4):
+        for names in itertools.permutations("abcx", size):
+            value = dict.fromkeys(names, 1)
+            accepted, valid = dfa.matches(text_of(value).encode()), is_valid(schema, value)
+            assert not accepted or valid, value
+            if valid and list(names) == sorted(names, key=lambda n: order.index(n) if n in order else len(order)):
+                assert accepted, value
+    for scalar in (1, "s", None, []):
+        assert dfa.matches(text_of(scalar).encode()) == is_valid(schema, scalar), scalar
+
+
 def test_member_wise_branches_stand_where_their_combinator_does():
     """A ``oneOf`` moved to the member graph keeps its branches' place: before the
     node's own properties when absorbed first (grunt-watch-task's options), after the

@@ -242,6 +242,10 @@ GROUPED = {
            "then": {"required": ["b"]}, "else": {"required": ["c"]}},
     "oneOf of nested sets": {"type": "object", "properties": _FIVE, "additionalProperties": False,
                              "oneOf": [{"required": ["a"]}, {"required": ["a", "b"]}], "minProperties": 2},
+    "not required": {"type": "object", "properties": _FIVE, "additionalProperties": False, "required": ["d"],
+                     "not": {"required": ["a", "b"]}},
+    "not allOf of required": {"type": "object", "properties": _FIVE, "additionalProperties": False,
+                              "not": {"allOf": [{"required": ["a"]}, {"required": ["c"]}]}, "minProperties": 1},
 }
 
 
@@ -320,3 +324,38 @@ def test_a_bracket_back_into_an_object_out_of_keys_is_masked(infos):
             if data and any(b in data for b in b'],}"') and token not in info.eos_token_ids:
                 allowed = bool(words[token >> 5] >> (token & 31) & 1)
                 assert allowed == (compiled.engine.advance_token(state, token) is not None), (prefix, data)
+
+
+# -- member loops where products or unrolling stood before ------------------------------------------------------------
+TAGGED = {"type": "array", "items": {"oneOf": [
+    {"additionalProperties": False, "properties": {"t": {"enum": ["A"]}, "k": {"type": "string"}}, "required": ["t", "k"]},
+    {"additionalProperties": False, "properties": {"t": {"enum": ["B"]}, "m": {"type": "integer"}}, "required": ["t"]}]}}
+
+
+def test_a_one_of_tagged_for_objects_only_is_split_by_type():
+    """The branches are apart for objects (their required tags differ) but both hold for a
+    scalar, which oneOf therefore refuses: the objects need no product and are member
+    loops; the scalars are decided alone."""
+    language = schema_to_dfa(TAGGED, ANY)
+    assert len(language.members) == 2
+    automaton = language.automaton
+    validator = jsonschema.Draft202012Validator(TAGGED)
+    items = [{"t": "A", "k": "s"}, {"k": "s", "t": "A"}, {"m": 1, "t": "B"}, {"t": "B"}, {"t": "A"}, {"t": "B", "k": "s"},
+             {"t": "C"}, 1, "s", None, [], {}]
+    for first, second in itertools.product(items, repeat=2):
+        value = [first, second]
+        assert automaton.matches(json.dumps(value).encode()) == validator.is_valid(value), value
+
+
+def test_a_recursive_definition_that_is_a_member_loop_nests_without_bound():
+    """A definition that is one object in any order is its own callee: nesting deeper than
+    max_recursion is read (it was unrolled to that depth before, and refused beyond)."""
+    schema = {"$ref": "#/$defs/e", "$defs": {"e": {"type": "object", "additionalProperties": False, "required": ["t"],
+                                                   "properties": {"t": {"type": "string"},
+                                                                  "kids": {"type": "array", "items": {"$ref": "#/$defs/e"}}}}}}
+    automaton = schema_to_dfa(schema, ANY).automaton
+    value = {"t": "leaf"}
+    for depth in range(8):
+        value = {"t": str(depth), "kids": [value]} if depth % 2 else {"kids": [value, {"t": "x"}], "t": str(depth)}
+    assert automaton.matches(json.dumps(value).encode())
+    assert not automaton.matches(json.dumps({"kids": [value]}).encode())  # "t" is required at the top

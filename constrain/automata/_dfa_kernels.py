@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["subset_construction", "live_states", "pair_product", "SUBSET_OVERFLOW", "PRODUCT_OVERFLOW",
-           "PRODUCT_MODES"]
+           "PRODUCT_MODES", "json_places"]
 
 #: Status returned by :func:`subset_construction` when the DFA state limit is hit.
 SUBSET_OVERFLOW = 1
@@ -804,3 +804,73 @@ def wired_copies(trans, accepting, sites, symbol, template, start_row):  # pragm
                 out[site, byte] = ret if local == m else base + local
         out[site, symbol] = -1
     return out, out_accepting
+
+
+# -- where a JSON text's states are (member_sets.member_roles) ---------------------------
+_PLACE_OUT, _PLACE_IN, _PLACE_ESC = 0, 1, 2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _place(mode, depth, key):
+    return mode | (key << 2) | (depth << 3)
+
+
+@njit(cache=True, nogil=True)
+def json_places(block, returns, lo, start):
+    """Lex JSON along the moves of one callee's block of a table (rows ``block``, states
+    absolute, ``lo`` the block's first; ``returns``: where a call at each row goes on)
+    from ``start`` (relative): each reached state's place ``mode | key << 2 | depth << 3``
+    (mode 0 outside strings, 1 inside, 2 just after a backslash; key: a string there is
+    one of the outermost object's keys), -1 where unreached.  Returns the places and
+    the first state reached at two places (-1: none)."""
+    n = block.shape[0]
+    places = np.full(n, -1, np.int64)
+    stack = np.empty(n, np.int64)
+    places[start] = _place(_PLACE_OUT, 0, 0)
+    stack[0] = start
+    top = 1
+    while top:
+        top -= 1
+        state = stack[top]
+        here = places[state]
+        mode, key, depth = here & 3, (here >> 2) & 1, here >> 3
+        for byte in range(256 + returns.shape[1]):
+            if byte < 256:
+                target = block[state, byte]
+            elif mode == _PLACE_OUT:  # a called value: the place after it is the same
+                target = returns[state, byte - 256]
+            else:
+                break
+            if target < 0:
+                continue
+            target -= lo
+            reached = here
+            if mode == _PLACE_ESC:
+                reached = _place(_PLACE_IN, depth, key)
+            elif byte >= 256:
+                reached = here
+            elif mode == _PLACE_IN:
+                if byte == 34:  # "
+                    reached = _place(_PLACE_OUT, depth, 0)
+                elif byte == 92:  # backslash
+                    reached = _place(_PLACE_ESC, depth, key)
+            elif byte == 34:
+                reached = _place(_PLACE_IN, depth, key)
+            elif byte == 123:  # {
+                reached = _place(_PLACE_OUT, depth + 1, 1 if depth == 0 else 0)
+            elif byte == 91:  # [
+                reached = _place(_PLACE_OUT, depth + 1, 0)
+            elif byte == 125 or byte == 93:  # } ]
+                reached = _place(_PLACE_OUT, depth - 1, 0)
+            elif byte == 44:  # ,
+                reached = _place(_PLACE_OUT, depth, 1 if depth == 1 else 0)
+            elif byte == 58:  # :
+                reached = _place(_PLACE_OUT, depth, 0)
+            known = places[target]
+            if known < 0:
+                places[target] = reached
+                stack[top] = target
+                top += 1
+            elif known != reached:
+                return places, target
+    return places, -1

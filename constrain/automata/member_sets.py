@@ -138,11 +138,6 @@ def _group_holds(kind: str, branches: tuple, written: frozenset[bytes]) -> bool:
 
 # -- where a callee's states are ------------------------------------------------------
 _OUT, _IN, _ESC = 0, 1, 2
-#: The bytes that move a JSON text's place outside strings, and inside them.
-_SPECIALS = np.zeros(256, dtype=bool)
-_SPECIALS[[_QUOTE, _BACKSLASH, _COMMA, _COLON, _OPEN_OBJECT, _OPEN_ARRAY, _CLOSE_OBJECT, _CLOSE_ARRAY]] = True
-_STRING_SPECIALS = np.zeros(256, dtype=bool)
-_STRING_SPECIALS[[_QUOTE, _BACKSLASH]] = True
 
 
 def member_roles(pda: PushdownDFA, symbol: int) -> np.ndarray:
@@ -150,56 +145,22 @@ def member_roles(pda: PushdownDFA, symbol: int) -> np.ndarray:
     :data:`KEY_ESCAPED`, :data:`VALUE`, or 0 (before or after the object, or deeper).
 
     A search from the callee's start that lexes JSON along the moves (calls read a
-    whole value and keep the place).  A JSON language's state has one place, since
-    the brackets and quotes still to come fix it; a state reached at two places is
-    an internal error.
+    whole value and keep the place: :func:`~._dfa_kernels.json_places`, compiled, as
+    a callee holds its members' values inline, thousands of states inside strings).
+    A JSON language's state has one place, since the brackets and quotes still to
+    come fix it; a state reached at two places is an internal error.
     """
+    from ._dfa_kernels import json_places
+
     lo, hi = pda.blocks[symbol]
-    trans, call_ret = pda.trans, pda.call_ret
-    start = lo + pda.recursive[symbol].start
-    places: dict[int, tuple[int, int, bool]] = {start: (_OUT, 0, False)}
-    todo = [start]
-    while todo:
-        state = todo.pop()
-        place = places[state]
-        for target, reached in _moves(trans[state], call_ret[state], place):
-            known = places.get(target)
-            if known is None:
-                places[target] = reached
-                todo.append(target)
-            elif known != reached:
-                raise ValueError(f"internal error: state {target} of an any-order object is at two places "
-                                 f"({known} and {reached}; please report the schema)")
-    roles = np.zeros(hi - lo, dtype=np.int8)
-    for state, (mode, depth, key) in places.items():
-        if depth == 1:
-            roles[state - lo] = LEVEL if mode == _OUT else (KEY if mode == _IN else KEY_ESCAPED) if key else VALUE
-    return roles
-
-
-def _moves(row: np.ndarray, returns: np.ndarray, place: tuple[int, int, bool]):
-    """The (target, place) pairs of one state's moves, from its place (mode, depth, whether
-    a string there is one of the object's keys)."""
-    mode, depth, key = place
-    if mode == _ESC:
-        for target in np.unique(row[row >= 0]).tolist():
-            yield target, (_IN, depth, key)
-        return
-    plain = row[~(_STRING_SPECIALS if mode == _IN else _SPECIALS)]
-    for target in np.unique(plain[plain >= 0]).tolist():
-        yield target, place
-    if mode == _IN:
-        moves = {_QUOTE: (_OUT, depth, False), _BACKSLASH: (_ESC, depth, key)}
-    else:
-        moves = {_QUOTE: (_IN, depth, key), _OPEN_OBJECT: (_OUT, depth + 1, depth == 0),
-                 _OPEN_ARRAY: (_OUT, depth + 1, False), _CLOSE_OBJECT: (_OUT, depth - 1, False),
-                 _CLOSE_ARRAY: (_OUT, depth - 1, False), _COMMA: (_OUT, depth, depth == 1),
-                 _COLON: (_OUT, depth, False)}
-        for target in returns[returns >= 0].tolist():  # a called value: the place after it is the same
-            yield target, place
-    for byte, reached in moves.items():
-        if row[byte] >= 0:
-            yield int(row[byte]), reached
+    places, conflict = json_places(pda.trans[lo:hi], pda.call_ret[lo:hi], lo, pda.recursive[symbol].start)
+    if conflict >= 0:
+        raise ValueError(f"internal error: state {conflict + lo} of an any-order object is at two places "
+                         "(please report the schema)")
+    mode, key, depth = places & 3, (places >> 2) & 1, places >> 3
+    level = (places >= 0) & (depth == 1)
+    roles = np.where(mode == _OUT, LEVEL, np.where(key == 1, np.where(mode == _IN, KEY, KEY_ESCAPED), VALUE))
+    return np.where(level, roles, 0).astype(np.int8)
 
 
 # -- the text's record ------------------------------------------------------------------

@@ -53,15 +53,22 @@ def string_values(item: ByteDFA) -> int | None:
     :data:`MANY_VALUES`.  None when ``item`` reads anything but JSON strings, or calls.
 
     Walks the pairs (state, just after a backslash) inside the string; the closing
-    quote must lead to an accepting state with no moves.
+    quote must lead to an accepting state with no moves.  The common answer (key
+    classes of objects: any name but the listed ones) is :data:`GOES_ON`, found on
+    the whole table at once (:func:`_goes_on_everywhere`); counting walks the pairs
+    one by one.
     """
-    graph = _inside_graph(item.trans, int(item.trans[item.start, _QUOTE]), item.accepting)
     first = np.flatnonzero(item.trans[item.start] >= 0).tolist()
-    if graph is None or item.accepting[item.start] or first != [_QUOTE]:
+    if item.accepting[item.start] or first != [_QUOTE]:
+        return None
+    inside = int(item.trans[item.start, _QUOTE])
+    found = _goes_on_everywhere(item, inside)
+    if found is not None:
+        return GOES_ON if found else None
+    graph = _inside_graph(item.trans, inside, item.accepting)
+    if graph is None:
         return None
     successors, closing = graph
-    if all(successors.values()):
-        return GOES_ON
     order = _acyclic_order(successors)
     if order is None:
         return MANY_VALUES
@@ -69,6 +76,42 @@ def string_values(item: ByteDFA) -> int | None:
     for node in reversed(order):  # successors first
         ways[node] = min(MANY_VALUES, closing[node] + sum(ways[n] * k for n, k in successors[node].items()))
     return ways[(int(item.trans[item.start, _QUOTE]), False)]
+
+
+def _goes_on_everywhere(item: ByteDFA, start: int) -> bool | None:
+    """Over the pairs (state, escaped) inside a string from ``start``, reached level by
+    level with array operations: False when one is not a string's inside (it accepts
+    or calls, or its closing quote leads elsewhere than to an accepting state with no
+    moves), True when every one has a move that stays inside (so from every point some
+    continuation loops), None when some has none (the strings must be counted)."""
+    trans, accepting = item.trans, item.accepting
+    n = len(trans)
+    plain = np.ones(256, dtype=bool)
+    plain[[_QUOTE, _BACKSLASH]] = False
+    reached = np.zeros((2, n), dtype=bool)
+    frontier = np.zeros((2, n), dtype=bool)
+    frontier[0, start] = True
+    while frontier.any():
+        reached |= frontier
+        rows = trans[frontier[0]]
+        escaped_rows = trans[frontier[1]]
+        grown = np.zeros((2, n), dtype=bool)
+        grown[0, rows[:, plain][rows[:, plain] >= 0]] = True
+        grown[1, rows[:, _BACKSLASH][rows[:, _BACKSLASH] >= 0]] = True
+        grown[0, escaped_rows[escaped_rows >= 0]] = True
+        frontier = grown & ~reached
+    states = np.flatnonzero(reached.any(axis=0))
+    calls = [*CALL_SYMBOLS, WIDE_CALL]
+    if accepting[states].any() or (trans[states][:, calls] >= 0).any():
+        return False
+    closed = trans[np.flatnonzero(reached[0]), _QUOTE]
+    closed = closed[closed >= 0]
+    if not accepting[closed].all() or (trans[closed] >= 0).any():
+        return False
+    unescaped = trans[np.flatnonzero(reached[0])]
+    stays = (unescaped[:, np.flatnonzero(plain | (np.arange(256) == _BACKSLASH))] >= 0).any(axis=1).all()
+    stays = stays and (trans[np.flatnonzero(reached[1])] >= 0).any(axis=1).all()
+    return True if stays else None
 
 
 def _inside_graph(trans: np.ndarray, start: int, accepting: np.ndarray | None, escaped: bool = False):

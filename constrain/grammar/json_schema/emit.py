@@ -483,6 +483,9 @@ class SchemaEmitter:
             kept_types = _types_outside(spec.nots[0].node, spec.types)
             if kept_types is not None:  # `not: {"type": ...}`: the other types, no product
                 return self.spec_tree(spec.without(nots=spec.nots[1:], types=kept_types), chain)
+            moved = _exclusion_group(spec.nots[0])
+            if moved is not None:  # `not: {"required": [...]}`: a member group, no product
+                return self.spec_tree(_with_member_group(spec.without(nots=spec.nots[1:]), moved), chain)
             base = spec.without(nots=spec.nots[1:])
             negated, negated_chain = self._merged(base, spec.nots[0], chain)
             slots = shared_slots(self.doc, base, [(negated, negated_chain)], self.max_recursion)
@@ -1903,6 +1906,39 @@ def _required_only(group: Loc) -> bool:
     return isinstance(branches, list) and bool(branches) and all(
         isinstance(b, dict) and set(b) <= _PRESENCE_KEYWORDS and isinstance(b.get("required"), list)
         and b["required"] and all(isinstance(name, str) for name in b["required"]) for b in branches)
+
+
+def _exclusion_group(loc: Loc) -> MemberGroup | None:
+    """``not: {"required": [names]}`` (names that may not all be present: a mutual
+    exclusion; ``allOf`` of such lists, ``type: "object"``) as a member group: the
+    ``oneOf`` of the negated schema and ``{}``, which holds exactly where the negated
+    schema does not.  None for any other ``not``."""
+    names = _required_names(loc.node)
+    if names is None:
+        return None
+    negated = {"required": names, **({"type": loc.node["type"]} if "type" in loc.node else {})}
+    branches = (Loc(negated, loc.pointer, loc.base, loc.draft), Loc({}, loc.pointer, loc.base, loc.draft))
+    return MemberGroup(loc, "oneOf", branches, {"not": loc.node})
+
+
+def _required_names(node: Any) -> list[str] | None:
+    """The names a schema of ``required`` lists alone requires (``allOf`` of such schemas,
+    ``type: "object"`` too), else None."""
+    if not isinstance(node, dict) or set(node) - _PRESENCE_KEYWORDS - {"type", "allOf"}:
+        return None
+    if node.get("type", "object") not in ("object", ["object"]):
+        return None
+    names = node.get("required", [])
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        return None
+    for part in node.get("allOf", []) if isinstance(node.get("allOf", []), list) else [None]:
+        more = _required_names(part)
+        if more is None or (isinstance(part, dict) and "type" in part):
+            return None
+        names = names + more
+    if "required" not in node and "allOf" not in node:
+        return None
+    return list(dict.fromkeys(names))
 
 
 def _with_presence_groups(spec: Spec) -> Spec:
