@@ -38,8 +38,9 @@ from typing import Mapping, NamedTuple
 import numpy as np
 
 from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA
-from .unique_items import (GOES_ON, NO_ITEMS, StringEnds, UniqueItemsAutomaton, _allowed, _ids, _plain_tokens,
-                           _quote_index, item_suspects, tracked_items, written_suspects)
+from .json_strings import (GOES_ON, StringEnds, allowed_tokens, plain_tokens, quote_index, token_ids,
+                           written_suspects)
+from .unique_items import NO_ITEMS, UniqueItemsAutomaton, item_suspects, tracked_items
 
 __all__ = ["MemberRule", "member_roles", "MemberSetAutomaton", "MemberSetTokenPDA"]
 
@@ -399,7 +400,7 @@ def _member_index(info) -> _MemberIndex:
                     bits = _structure(data, bool(inside))
                     if bits:
                         kinds[inside][token] = bits
-        found = _MemberIndex((_ids(sorted(kinds[0])), _ids(sorted(kinds[1]))), kinds)
+        found = _MemberIndex((token_ids(sorted(kinds[0])), token_ids(sorted(kinds[1]))), kinds)
         _MEMBER_INDEXES[info.hash] = found
     return found
 
@@ -467,8 +468,8 @@ class MemberSetTokenPDA(ReaderTokenPDA):
                  values: Mapping[int, int] | None = None) -> None:
         super().__init__(automaton, info, disk)
         self.members = self.reader = MemberSetAutomaton(automaton, rules or {}, values)
-        self._quotes = _quote_index(info)
-        self._plain = _plain_tokens(info)
+        self._quotes = quote_index(info)
+        self._plain = plain_tokens(info)
         self._index = _member_index(info)
         self._rules: dict[tuple, frozenset[int]] = {}
         self._killed: dict[tuple, tuple[int, ...]] = {}  # by matcher state: the suspects that fail
@@ -511,7 +512,7 @@ class MemberSetTokenPDA(ReaderTokenPDA):
                                                 self.trie.max_depth, members.exhausted(rules, top, quotes.most_closed),
                                                 first)
                 else:
-                    suspects = _allowed(words, (quotes.inside if inside else quotes.outside).several_ids)
+                    suspects = allowed_tokens(words, (quotes.inside if inside else quotes.outside).several_ids)
                 if members.exhausted(rules, top, 0):
                     wanted |= _COMMAS
                 if not all(members.rules[rule].closes(top) for rule in self._rules_of(configs, top=True)):
@@ -522,7 +523,7 @@ class MemberSetTokenPDA(ReaderTokenPDA):
             if not all(members.rules[rule].closes(keys) for rule in rules for keys in objects):
                 wanted |= _CLOSING_MORE
         kinds = self._index.kinds[inside]
-        suspects += [token for token in _allowed(words, self._index.ids[inside]) if kinds[token] & wanted]
+        suspects += [token for token in allowed_tokens(words, self._index.ids[inside]) if kinds[token] & wanted]
         if members.unique is not None:
             suspects += item_suspects(members.unique, self._quotes, self._plain, words, text.items, self.trie.max_depth)
         return suspects

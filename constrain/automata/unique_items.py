@@ -19,209 +19,25 @@ configurations, as a counted string's count does.  What makes that exact and che
 * *Masks are the pushdown automaton's rows* (memoised by configuration, as before)
   less the tokens whose simulation kills every configuration, and only tokens that
   could kill are simulated: those whose bytes close or begin a string written
-  before, looked up by the written strings (:class:`_QuoteIndex`).
+  before, looked up by the written strings (:class:`~.json_strings.QuoteIndex`;
+  :mod:`.json_strings` holds what this and :mod:`.member_sets` know of JSON strings).
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Mapping, NamedTuple
 
 import numpy as np
 
-from .byte_dfa import ByteDFA
-from .pushdown import CALL_SYMBOLS, WIDE_CALL, ByteReader, PushdownDFA, ReaderTokenPDA
+from .json_strings import (GOES_ON, MANY_VALUES, QuoteIndex, StringEnds, allowed_tokens, plain_tokens, quote_index,
+                           string_values, written_suspects)
+from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA
 
 __all__ = ["string_values", "GOES_ON", "MANY_VALUES", "ItemTrack", "NO_ITEMS", "tracked_items", "item_suspects",
            "UniqueItemsAutomaton", "UniqueItemsTokenPDA"]
 
 _QUOTE, _BACKSLASH, _COMMA = ord('"'), ord("\\"), ord(",")
 _OPEN_ARRAY, _OTHER_BRACKETS = ord("["), frozenset(b"{]}")
-
-
-#: :func:`string_values` of strings that go on from every point inside them.
-GOES_ON = -1
-#: :func:`string_values` caps its count here (and says so for infinitely many strings
-#: with a finite rest somewhere).
-MANY_VALUES = 1 << 62
-
-
-def string_values(item: ByteDFA) -> int | None:
-    """How many strings ``item`` reads, for keeping them distinct: :data:`GOES_ON` when
-    from every point inside a string some continuation loops (no unfinished string
-    then has only finitely many completions); else their number, capped at
-    :data:`MANY_VALUES`.  None when ``item`` reads anything but JSON strings, or calls.
-
-    Walks the pairs (state, just after a backslash) inside the string; the closing
-    quote must lead to an accepting state with no moves.  The common answer (key
-    classes of objects: any name but the listed ones) is :data:`GOES_ON`, found on
-    the whole table at once (:func:`_goes_on_everywhere`); counting walks the pairs
-    one by one.
-    """
-    first = np.flatnonzero(item.trans[item.start] >= 0).tolist()
-    if item.accepting[item.start] or first != [_QUOTE]:
-        return None
-    inside = int(item.trans[item.start, _QUOTE])
-    found = _goes_on_everywhere(item, inside)
-    if found is not None:
-        return GOES_ON if found else None
-    graph = _inside_graph(item.trans, inside, item.accepting)
-    if graph is None:
-        return None
-    successors, closing = graph
-    order = _acyclic_order(successors)
-    if order is None:
-        return MANY_VALUES
-    ways: dict[tuple[int, bool], int] = {}
-    for node in reversed(order):  # successors first
-        ways[node] = min(MANY_VALUES, closing[node] + sum(ways[n] * k for n, k in successors[node].items()))
-    return ways[(int(item.trans[item.start, _QUOTE]), False)]
-
-
-def _goes_on_everywhere(item: ByteDFA, start: int) -> bool | None:
-    """Over the pairs (state, escaped) inside a string from ``start``, reached level by
-    level with array operations: False when one is not a string's inside (it accepts
-    or calls, or its closing quote leads elsewhere than to an accepting state with no
-    moves), True when every one has a move that stays inside (so from every point some
-    continuation loops), None when some has none (the strings must be counted)."""
-    trans, accepting = item.trans, item.accepting
-    n = len(trans)
-    plain = np.ones(256, dtype=bool)
-    plain[[_QUOTE, _BACKSLASH]] = False
-    reached = np.zeros((2, n), dtype=bool)
-    frontier = np.zeros((2, n), dtype=bool)
-    frontier[0, start] = True
-    while frontier.any():
-        reached |= frontier
-        rows = trans[frontier[0]]
-        escaped_rows = trans[frontier[1]]
-        grown = np.zeros((2, n), dtype=bool)
-        grown[0, rows[:, plain][rows[:, plain] >= 0]] = True
-        grown[1, rows[:, _BACKSLASH][rows[:, _BACKSLASH] >= 0]] = True
-        grown[0, escaped_rows[escaped_rows >= 0]] = True
-        frontier = grown & ~reached
-    states = np.flatnonzero(reached.any(axis=0))
-    calls = [*CALL_SYMBOLS, WIDE_CALL]
-    if accepting[states].any() or (trans[states][:, calls] >= 0).any():
-        return False
-    closed = trans[np.flatnonzero(reached[0]), _QUOTE]
-    closed = closed[closed >= 0]
-    if not accepting[closed].all() or (trans[closed] >= 0).any():
-        return False
-    unescaped = trans[np.flatnonzero(reached[0])]
-    stays = (unescaped[:, np.flatnonzero(plain | (np.arange(256) == _BACKSLASH))] >= 0).any(axis=1).all()
-    stays = stays and (trans[np.flatnonzero(reached[1])] >= 0).any(axis=1).all()
-    return True if stays else None
-
-
-def _inside_graph(trans: np.ndarray, start: int, accepting: np.ndarray | None, escaped: bool = False):
-    """The pairs (state, escaped) inside a string from ``(start, escaped)`` (by default
-    just after its opening quote): ``(successors, closing)``: ``successors[node][nxt]`` how many bytes lead
-    from ``node`` to ``nxt``, ``closing[node]`` 1 where the closing quote leaves from it.
-    With ``accepting`` (an item's own DFA), None unless every closing quote ends the
-    item and nothing inside accepts or calls."""
-    calls = [*CALL_SYMBOLS, WIDE_CALL]
-    successors: dict[tuple[int, bool], dict[tuple[int, bool], int]] = {}
-    closing: dict[tuple[int, bool], int] = {}
-    todo = [(start, escaped)]
-    while todo:
-        node = todo.pop()
-        if node in successors:
-            continue
-        state, escaped = node
-        row = trans[state]
-        if accepting is not None and (accepting[state] or (row[calls] >= 0).any()):
-            return None
-        nexts: dict[tuple[int, bool], int] = {}
-        closing[node] = 0
-        for byte in np.flatnonzero(row >= 0).tolist():
-            target = int(row[byte])
-            if byte == _QUOTE and not escaped:
-                if accepting is not None and (not accepting[target] or (trans[target] >= 0).any()):
-                    return None
-                closing[node] = 1
-                continue
-            key = (target, byte == _BACKSLASH and not escaped)
-            nexts[key] = nexts.get(key, 0) + 1
-        successors[node] = nexts
-        todo.extend(nexts)
-    return successors, closing
-
-
-def _acyclic_order(successors: dict) -> list | None:
-    """The nodes in topological order (None when there is a cycle)."""
-    indegree = dict.fromkeys(successors, 0)
-    for nexts in successors.values():
-        for node in nexts:
-            indegree[node] += 1
-    order = [node for node, degree in indegree.items() if degree == 0]
-    for node in order:  # grows while it is read
-        for nxt in successors[node]:
-            indegree[nxt] -= 1
-            if indegree[nxt] == 0:
-                order.append(nxt)
-    return order if len(order) == len(successors) else None
-
-
-def _looping(successors: dict) -> set:
-    """The nodes from which some path goes on forever (those left once the nodes whose
-    every successor ends are peeled off)."""
-    alive = {node: set(nexts) for node, nexts in successors.items()}
-    predecessors: dict = {node: set() for node in successors}
-    for node, nexts in successors.items():
-        for nxt in nexts:
-            predecessors[nxt].add(node)
-    ended = [node for node, nexts in alive.items() if not nexts]
-    while ended:
-        node = ended.pop()
-        for before in predecessors[node]:
-            nexts = alive[before]
-            nexts.discard(node)
-            if not nexts:
-                ended.append(before)
-        alive[node] = None
-    return {node for node, nexts in alive.items() if nexts is not None}
-
-
-class StringEnds:
-    """How the strings open at states of one table can end: for keeping strings
-    distinct from those written before (array items, object keys)."""
-
-    def __init__(self, trans: np.ndarray) -> None:
-        self.trans = trans
-        self._loops: dict[tuple[int, bool], bool] = {}
-
-    def fresh(self, state: int, text: bytes, escaped: bool, written: frozenset[bytes]) -> bool:
-        """Some way on from ``state`` (inside a string, ``text`` read so far) closes the
-        string as one not in ``written`` (texts as the language spells them: one per
-        string).  Only paths along written texts are followed (a stack, not recursion:
-        texts may be long): any other byte leads to a fresh string, since every state
-        is live."""
-        trans = self.trans
-        todo = [(state, text, escaped)]
-        while todo:
-            state, text, escaped = todo.pop()
-            if not any(w.startswith(text) for w in written) or self.goes_on(state, escaped):
-                return True
-            row = trans[state]
-            for byte in np.flatnonzero(row >= 0).tolist():
-                if byte != _QUOTE or escaped:
-                    todo.append((int(row[byte]), text + bytes((byte,)), byte == _BACKSLASH and not escaped))
-                elif text not in written:
-                    return True
-        return False
-
-    def goes_on(self, state: int, escaped: bool) -> bool:
-        """Whether from (``state``, ``escaped``) inside a string some path never closes it."""
-        key = (state, escaped)
-        found = self._loops.get(key)
-        if found is None:
-            successors, _ = _inside_graph(self.trans, state, None, escaped)
-            looping = _looping(successors)
-            for node in successors:
-                self._loops[node] = node in looping
-            found = self._loops[key]
-        return found
 
 
 class ItemTrack(NamedTuple):
@@ -349,15 +165,15 @@ class UniqueItemsTokenPDA(ReaderTokenPDA):
     Which string a token closes, and how the string it leaves open begins, are in its
     bytes: inside a string, the string is the text so far plus the token's bytes
     before its first quote; outside, the bytes after its first quote.  So the tokens
-    to simulate are looked up (:class:`_QuoteIndex`) by what each written string
+    to simulate are looked up (:class:`QuoteIndex`) by what each written string
     still needs; the rows stay memoised by configuration.
     """
 
     def __init__(self, automaton: PushdownDFA, info, disk=None, values: Mapping[int, int] | None = None) -> None:
         super().__init__(automaton, info, disk)
         self.unique = self.reader = UniqueItemsAutomaton(automaton, values or {})
-        self._quotes = _quote_index(info)
-        self._plain = _plain_tokens(info) if self.unique.bounded else {}
+        self._quotes = quote_index(info)
+        self._plain = plain_tokens(info) if self.unique.bounded else {}
 
     def mask_words(self, state: tuple) -> np.ndarray:
         words = super().mask_words(state[0])
@@ -374,7 +190,7 @@ class UniqueItemsTokenPDA(ReaderTokenPDA):
         return item_suspects(self.unique, self._quotes, self._plain, words, track, self.trie.max_depth)
 
 
-def item_suspects(unique: UniqueItemsAutomaton, index: "_QuoteIndex", plain: dict[bytes, list[int]],
+def item_suspects(unique: UniqueItemsAutomaton, index: "QuoteIndex", plain: dict[bytes, list[int]],
                   words: np.ndarray, track: ItemTrack, max_depth: int) -> list[int]:
     """The allowed tokens of ``words`` that may kill a configuration in a unique array (a
     superset: the simulation decides): those closing a string written before in the
@@ -383,195 +199,8 @@ def item_suspects(unique: UniqueItemsAutomaton, index: "_QuoteIndex", plain: dic
     value is written."""
     bounded = unique.bounded
     if track.written is None:  # not directly in an array: only one the token opens can fail
-        return _allowed(words, index.new_array)
+        return allowed_tokens(words, index.new_array)
     suspects = written_suspects(index, plain, words, track.written, track.string, track.escaped, bounded, max_depth)
     if bounded and len(track.written) + index.most_closed >= unique.fewest_values:
-        suspects += _allowed(words, index.commas)
+        suspects += allowed_tokens(words, index.commas)
     return suspects
-
-
-
-def written_suspects(index: "_QuoteIndex", plain: dict[bytes, list[int]], words: np.ndarray,
-                     written: frozenset[bytes], string: bytes | None, escaped: bool, bounded: bool,
-                     max_depth: int, empty_tails: bool = True, first: bool = True) -> list[int]:
-    """The tokens of the packed mask ``words`` that may close a string of ``written``, or
-    (``bounded``: where the strings' rests may be finite) leave one open on a written
-    string's beginning, read from the text's place (inside a string when ``string`` is
-    not None, ``escaped`` after its backslash).  A superset: the caller simulates them.
-
-    Which string a token closes, and how the string it leaves open begins, are in its
-    bytes (:class:`_QuoteIndex`), so they are looked up by what each written string
-    still needs.  ``plain`` holds the tokens without a quote by their bytes (only
-    needed when ``bounded``).  Without ``empty_tails`` (the caller knows some string not
-    written is left to begin), tokens that leave a string open right after its quote are
-    not suspects.  Without ``first`` (the string the token reads first is not one
-    ``written`` constrains: an object's value, before the keys), only tokens reading
-    more strings after it are.
-    """
-    if string is None:
-        before, reading = b"", index.outside
-    elif escaped:  # the index reads from an unescaped start: simulate (a rare cut)
-        if bounded and written and first:  # any byte may finish a written string's beginning
-            return _allowed(words, _all_ids(len(words)))
-        return _allowed(words, index.any_quote)
-    else:
-        before, reading = string, index.inside
-    suspects = []
-    for value in written if first else ():
-        if value.startswith(before):
-            suspects += _allowed(words, reading.closing.get(value[len(before):], _NONE))
-    for token in _allowed(words, reading.several_ids):
-        closed = [before + reading.several[token][0], *reading.several[token][1:]]
-        if len(set(closed)) < len(closed) or not written.isdisjoint(closed):
-            suspects.append(token)
-    if not bounded:
-        return suspects
-    for value in written if first else ():
-        if string is not None and value.startswith(before):
-            rest = value[len(before):]
-            for k in range(1, min(len(rest), max_depth) + 1):
-                hit = plain.get(rest[:k])
-                if hit:
-                    suspects += _allowed(words, _ids(hit))
-        for k in range(0 if empty_tails else 1, len(value) + 1):
-            suspects += _allowed(words, reading.opening.get(value[:k], _NONE))
-    for token in _allowed(words, reading.reopening_ids):
-        closed, tail = reading.reopening[token]
-        texts = written.union(before + closed[0] if i == 0 else closed[i] for i in range(len(closed)))
-        if (tail or empty_tails) and any(text.startswith(tail) for text in texts):
-            suspects.append(token)
-    return suspects
-
-
-class _Reading(NamedTuple):
-    """How a vocabulary's tokens with quotes read from one context (inside a string, or
-    outside one).  Strings are raw bytes without quotes; inside, a token's first
-    string closed is only what follows the text so far.
-
-    ``closing[v]``: the tokens that close exactly one string, ``v``; ``several[token]``:
-    the strings closed by a token closing more (``several_ids``: their ids);
-    ``opening[t]``: the tokens that close nothing and end inside a string they opened
-    with ``t``; ``reopening[token]``: (the strings closed, the open tail) for tokens
-    that close some and end inside one they opened (``reopening_ids``)."""
-
-    closing: dict[bytes, np.ndarray]
-    several: dict[int, tuple[bytes, ...]]
-    several_ids: np.ndarray
-    opening: dict[bytes, np.ndarray]
-    reopening: dict[int, tuple[tuple[bytes, ...], bytes]]
-    reopening_ids: np.ndarray
-
-
-class _QuoteIndex(NamedTuple):
-    """A vocabulary's tokens by their quotes (:class:`_Reading` per context), the tokens
-    with a quote (``any_quote``) or a comma (``commas``), the most strings one token
-    closes (``most_closed``), and the tokens that open an array and then hold three
-    quotes or more, enough to close a string and begin or close another in it
-    (``new_array``)."""
-
-    inside: _Reading
-    outside: _Reading
-    any_quote: np.ndarray
-    commas: np.ndarray
-    most_closed: int
-    new_array: np.ndarray
-
-
-_NONE = np.zeros(0, dtype=np.int64)
-_QUOTE_INDEXES: dict[str, _QuoteIndex] = {}
-
-
-def _quote_index(info) -> _QuoteIndex:
-    """The :class:`_QuoteIndex` of ``info``'s vocabulary (built once per vocabulary)."""
-    found = _QUOTE_INDEXES.get(info.hash)
-    if found is None:
-        tokens = [(token, data) for token, data in enumerate(info.token_bytes) if b'"' in data]
-        inside, outside = _reading(tokens, True), _reading(tokens, False)
-        most = max((data.count(b'"') for _, data in tokens), default=0)
-        found = _QuoteIndex(inside, outside, _ids([t for t, _ in tokens]),
-                            _ids([t for t, data in enumerate(info.token_bytes) if b"," in data]), (most + 1) // 2,
-                            _ids([t for t, data in tokens if _strings_after_a_bracket(data)]))
-        _QUOTE_INDEXES[info.hash] = found
-    return found
-
-
-_PLAIN_TOKENS: dict[str, dict[bytes, list[int]]] = {}
-
-
-def _plain_tokens(info) -> dict[bytes, list[int]]:
-    """The tokens without a quote by their bytes (what can go on inside a string), built
-    once per vocabulary and only for arrays whose items have finite rests."""
-    found = _PLAIN_TOKENS.get(info.hash)
-    if found is None:
-        plain: dict[bytes, list[int]] = {}
-        for token, data in enumerate(info.token_bytes):
-            if data and b'"' not in data:
-                plain.setdefault(data, []).append(token)
-        found = _PLAIN_TOKENS[info.hash] = plain
-    return found
-
-
-def _reading(tokens: list[tuple[int, bytes]], inside: bool) -> _Reading:
-    closing: dict[bytes, list[int]] = {}
-    opening: dict[bytes, list[int]] = {}
-    several: dict[int, tuple[bytes, ...]] = {}
-    reopening: dict[int, tuple[tuple[bytes, ...], bytes]] = {}
-    for token, data in tokens:
-        closed, tail = _strings_closed(data, inside)
-        if tail is not None:
-            if closed:
-                reopening[token] = (tuple(closed), tail)
-            else:
-                opening.setdefault(tail, []).append(token)
-        if len(closed) == 1:
-            closing.setdefault(closed[0], []).append(token)
-        elif len(closed) > 1:
-            several[token] = tuple(closed)
-    return _Reading({v: _ids(ids) for v, ids in closing.items()}, several, _ids(list(several)),
-                    {t: _ids(ids) for t, ids in opening.items()}, reopening, _ids(list(reopening)))
-
-
-def _strings_closed(data: bytes, inside: bool) -> tuple[list[bytes], bytes | None]:
-    """The strings ``data`` closes (raw, without quotes), read from inside a string (the
-    first is then only what follows the text so far) or outside one, and the string it
-    leaves open if it opened one (None otherwise, or when it stays in the string it
-    began in)."""
-    closed: list[bytes] = []
-    current = bytearray() if inside else None
-    opened = False
-    escaped = False
-    for byte in data:
-        if current is None:
-            if byte == _QUOTE:
-                current, opened = bytearray(), True
-            continue
-        if byte == _QUOTE and not escaped:
-            closed.append(bytes(current))
-            current = None
-            continue
-        current.append(byte)
-        escaped = byte == _BACKSLASH and not escaped
-    return closed, (bytes(current) if current is not None and opened else None)
-
-
-def _strings_after_a_bracket(data: bytes) -> bool:
-    """Whether ``data`` opens an array and then holds three quotes or more."""
-    bracket = data.find(b"[")
-    return bracket >= 0 and data[bracket:].count(b'"') >= 3
-
-
-def _ids(tokens: list[int]) -> np.ndarray:
-    return np.asarray(tokens, dtype=np.int64)
-
-
-@lru_cache(maxsize=8)
-def _all_ids(num_words: int) -> np.ndarray:
-    return np.arange(num_words * 32, dtype=np.int64)
-
-
-def _allowed(words: np.ndarray, tokens: np.ndarray) -> list[int]:
-    """Those of ``tokens`` whose bits are set in the packed mask ``words``."""
-    if not len(tokens):
-        return []
-    bits = (words[tokens >> 5] >> (tokens & 31).astype(np.uint32)) & 1
-    return tokens[bits.astype(bool)].tolist()

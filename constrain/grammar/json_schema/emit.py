@@ -33,7 +33,7 @@ from ...automata.dfa_ops import (any_suffix_marker, difference, has_any_suffix, 
 from ...automata.pushdown import (CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, WIDE_CALL, WIDE_SYMBOLS, call_marker, called_symbols,
                                   expand_calls, has_calls)
 from ...automata.member_sets import MemberRule
-from ...automata.unique_items import GOES_ON, MANY_VALUES, string_values
+from ...automata.json_strings import GOES_ON, MANY_VALUES, string_values
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
 from .content import is_json_text, json_text_callee, json_text_dfa, json_text_string
