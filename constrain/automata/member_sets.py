@@ -460,6 +460,19 @@ def _structure(data: bytes, inside: bool) -> int:
     return bits
 
 
+def _cleared(tokens) -> tuple:
+    """The packed-mask words that ``tokens`` touch and the bits to keep in each (``()``: no
+    token), so that clearing them is one vectorised step (a state inside a long string
+    value may refuse hundreds of tokens, each cleared in Python before)."""
+    ids = np.fromiter(tokens, dtype=np.int64)
+    if not len(ids):
+        return ()
+    where = np.unique(ids >> 5)
+    cleared = np.zeros(len(where), dtype=np.uint32)
+    np.bitwise_or.at(cleared, np.searchsorted(where, ids >> 5), (np.uint32(1) << (ids & 31).astype(np.uint32)))
+    return where, ~cleared
+
+
 class MemberSetTokenPDA(ReaderTokenPDA):
     """Token masks of a :class:`MemberSetAutomaton`: the pushdown automaton's rows, less the
     tokens whose simulation kills every configuration (only suspects are simulated)."""
@@ -472,23 +485,34 @@ class MemberSetTokenPDA(ReaderTokenPDA):
         self._plain = plain_tokens(info)
         self._index = _member_index(info)
         self._rules: dict[tuple, frozenset[int]] = {}
-        self._killed: dict[tuple, tuple[int, ...]] = {}  # by matcher state: the suspects that fail
+        self._killed: dict[tuple, tuple] = {}  # by matcher state: the suspects that fail (_cleared)
 
     def mask_words(self, state: tuple) -> np.ndarray:
         words = super().mask_words(state[0])
-        killed = self._killed.get(state)
+        memo = self._memo_key(state)
+        killed = self._killed.get(memo)
         if killed is None:
             suspects = self._suspects(state[0], state[1], words)
-            killed = tuple(token for token in set(suspects) if self.members.walk(state, self._token_bytes[token]) is None)
+            killed = _cleared(token for token in set(suspects) if self.members.walk(state, self._token_bytes[token]) is None)
             if len(self._killed) >= MAX_REMEMBERED_STATES:
                 self._killed.clear()
-            self._killed[state] = killed
+            self._killed[memo] = killed
         if not killed:
             return words
+        where, keep = killed
         words = words.copy()
-        for token in killed:
-            words[token >> 5] &= ~np.uint32(1 << (token & 31))
+        words[where] &= keep
         return words
+
+    def _memo_key(self, state: tuple) -> tuple:
+        """What the failing tokens at ``state`` depend on: inside a string value (no key),
+        not what the string holds so far, since only keys are kept (with unique arrays,
+        whose items are strings, the whole state), so a long value's tokens share one
+        entry."""
+        configs, text = state
+        if text.string is None or text.key or self.members.unique is not None:
+            return state
+        return configs, text._replace(string=b"")
 
     def _suspects(self, configs: tuple, text: _Text, words: np.ndarray) -> list[int]:
         """The allowed tokens that may kill a configuration (a superset: the simulation
