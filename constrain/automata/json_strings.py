@@ -28,6 +28,10 @@ __all__ = ["GOES_ON", "MANY_VALUES", "string_values", "StringEnds", "QuoteIndex"
            "written_suspects", "token_ids", "all_token_ids", "allowed_tokens"]
 
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
+#: Bytes that keep an unescaped string's place: any but the closing quote and the backslash
+#: (``_PLAIN``), or any but the closing quote (``_INSIDE``).
+_PLAIN = np.flatnonzero(~np.isin(np.arange(256), [_QUOTE, _BACKSLASH]))
+_INSIDE = np.flatnonzero(np.arange(256) != _QUOTE)
 
 
 #: :func:`string_values` of strings that go on from every point inside them.
@@ -77,31 +81,28 @@ def _goes_on_everywhere(item: ByteDFA, start: int) -> bool | None:
     continuation loops), None when some has none (the strings must be counted)."""
     trans, accepting = item.trans, item.accepting
     n = len(trans)
-    plain = np.ones(256, dtype=bool)
-    plain[[_QUOTE, _BACKSLASH]] = False
     reached = np.zeros((2, n), dtype=bool)
     frontier = np.zeros((2, n), dtype=bool)
     frontier[0, start] = True
     while frontier.any():
         reached |= frontier
-        rows = trans[frontier[0]]
-        escaped_rows = trans[frontier[1]]
         grown = np.zeros((2, n), dtype=bool)
-        grown[0, rows[:, plain][rows[:, plain] >= 0]] = True
-        grown[1, rows[:, _BACKSLASH][rows[:, _BACKSLASH] >= 0]] = True
-        grown[0, escaped_rows[escaped_rows >= 0]] = True
+        plain = trans[frontier[0]][:, _PLAIN]
+        grown[0, plain[plain >= 0]] = True
+        escaping = trans[frontier[0], _BACKSLASH]
+        grown[1, escaping[escaping >= 0]] = True
+        escaped = trans[frontier[1]]
+        grown[0, escaped[escaped >= 0]] = True
         frontier = grown & ~reached
     states = np.flatnonzero(reached.any(axis=0))
-    calls = [*CALL_SYMBOLS, WIDE_CALL]
-    if accepting[states].any() or (trans[states][:, calls] >= 0).any():
+    if accepting[states].any() or (trans[states][:, [*CALL_SYMBOLS, WIDE_CALL]] >= 0).any():
         return False
-    closed = trans[np.flatnonzero(reached[0]), _QUOTE]
+    unescaped = trans[reached[0]]
+    closed = unescaped[:, _QUOTE]
     closed = closed[closed >= 0]
     if not accepting[closed].all() or (trans[closed] >= 0).any():
         return False
-    unescaped = trans[np.flatnonzero(reached[0])]
-    stays = (unescaped[:, np.flatnonzero(plain | (np.arange(256) == _BACKSLASH))] >= 0).any(axis=1).all()
-    stays = stays and (trans[np.flatnonzero(reached[1])] >= 0).any(axis=1).all()
+    stays = (unescaped[:, _INSIDE] >= 0).any(axis=1).all() and (trans[reached[1]] >= 0).any(axis=1).all()
     return True if stays else None
 
 

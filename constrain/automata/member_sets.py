@@ -37,7 +37,7 @@ from typing import Mapping, NamedTuple
 
 import numpy as np
 
-from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA
+from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA, without_bits
 from .json_strings import (GOES_ON, StringEnds, allowed_tokens, plain_tokens, quote_index, token_ids,
                            written_suspects)
 from .unique_items import NO_ITEMS, UniqueItemsAutomaton, item_suspects, tracked_items
@@ -460,19 +460,6 @@ def _structure(data: bytes, inside: bool) -> int:
     return bits
 
 
-def _cleared(tokens) -> tuple:
-    """The packed-mask words that ``tokens`` touch and the bits to keep in each (``()``: no
-    token), so that clearing them is one vectorised step (a state inside a long string
-    value may refuse hundreds of tokens, each cleared in Python before)."""
-    ids = np.fromiter(tokens, dtype=np.int64)
-    if not len(ids):
-        return ()
-    where = np.unique(ids >> 5)
-    cleared = np.zeros(len(where), dtype=np.uint32)
-    np.bitwise_or.at(cleared, np.searchsorted(where, ids >> 5), (np.uint32(1) << (ids & 31).astype(np.uint32)))
-    return where, ~cleared
-
-
 class MemberSetTokenPDA(ReaderTokenPDA):
     """Token masks of a :class:`MemberSetAutomaton`: the pushdown automaton's rows, less the
     tokens whose simulation kills every configuration (only suspects are simulated)."""
@@ -485,24 +472,18 @@ class MemberSetTokenPDA(ReaderTokenPDA):
         self._plain = plain_tokens(info)
         self._index = _member_index(info)
         self._rules: dict[tuple, frozenset[int]] = {}
-        self._killed: dict[tuple, tuple] = {}  # by matcher state: the suspects that fail (_cleared)
+        self._killed: dict[tuple, tuple] = {}  # by matcher state: the suspects that fail (cleared_bits)
 
     def mask_words(self, state: tuple) -> np.ndarray:
         words = super().mask_words(state[0])
         memo = self._memo_key(state)
         killed = self._killed.get(memo)
         if killed is None:
-            suspects = self._suspects(state[0], state[1], words)
-            killed = _cleared(token for token in set(suspects) if self.members.walk(state, self._token_bytes[token]) is None)
+            killed = self.killed(state, self._suspects(state[0], state[1], words))
             if len(self._killed) >= MAX_REMEMBERED_STATES:
                 self._killed.clear()
             self._killed[memo] = killed
-        if not killed:
-            return words
-        where, keep = killed
-        words = words.copy()
-        words[where] &= keep
-        return words
+        return without_bits(words, killed)
 
     def _memo_key(self, state: tuple) -> tuple:
         """What the failing tokens at ``state`` depend on: inside a string value (no key),

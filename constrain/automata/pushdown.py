@@ -54,7 +54,8 @@ from .token_trie import new_loop_memo
 
 __all__ = ["CALL", "COUNTED_SYMBOLS", "CALL_SYMBOLS", "WIDE_CALL", "WIDE_SYMBOLS", "call_marker", "called_symbols",
            "wide_calls", "without_symbols", "has_calls", "expand_calls",
-           "inline_calls", "CountedCallee", "ByteReader", "PushdownDFA", "TokenPDA", "ReaderTokenPDA"]
+           "inline_calls", "CountedCallee", "ByteReader", "PushdownDFA", "TokenPDA", "ReaderTokenPDA",
+           "cleared_bits", "without_bits"]
 
 #: The byte that stands for "one value of the callee" in a DFA with calls.
 CALL = 0xFF
@@ -628,3 +629,32 @@ class ReaderTokenPDA(TokenPDA):
         while data and self.reader.walk(state, data) is None:  # forced bytes must stay viable here too
             data = data[:-1]
         return data
+
+    def killed(self, state: tuple, suspects) -> tuple:
+        """The tokens of ``suspects`` after which the reader refuses ``state``'s text, as
+        :func:`cleared_bits` (``()``: none)."""
+        token_bytes, walk = self._token_bytes, self.reader.walk
+        return cleared_bits(token for token in set(suspects) if walk(state, token_bytes[token]) is None)
+
+
+def cleared_bits(tokens) -> tuple:
+    """The packed-mask words that ``tokens`` touch and the bits to keep in each (``()``: no
+    token), so that clearing them is one vectorised step (a state inside a long string
+    may refuse hundreds of tokens, each cleared in Python before)."""
+    ids = np.fromiter(tokens, dtype=np.int64)
+    if not len(ids):
+        return ()
+    where = np.unique(ids >> 5)
+    cleared = np.zeros(len(where), dtype=np.uint32)
+    np.bitwise_or.at(cleared, np.searchsorted(where, ids >> 5), (np.uint32(1) << (ids & 31).astype(np.uint32)))
+    return where, ~cleared
+
+
+def without_bits(words: np.ndarray, cleared: tuple) -> np.ndarray:
+    """``words`` (not changed) less the bits :func:`cleared_bits` names."""
+    if not cleared:
+        return words
+    where, keep = cleared
+    words = words.copy()
+    words[where] &= keep
+    return words

@@ -31,7 +31,7 @@ import numpy as np
 
 from .json_strings import (GOES_ON, MANY_VALUES, QuoteIndex, StringEnds, allowed_tokens, plain_tokens, quote_index,
                            string_values, written_suspects)
-from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA
+from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA, without_bits
 
 __all__ = ["string_values", "GOES_ON", "MANY_VALUES", "ItemTrack", "NO_ITEMS", "tracked_items", "item_suspects",
            "UniqueItemsAutomaton", "UniqueItemsTokenPDA"]
@@ -178,13 +178,7 @@ class UniqueItemsTokenPDA(ReaderTokenPDA):
     def mask_words(self, state: tuple) -> np.ndarray:
         words = super().mask_words(state[0])
         suspects = self._suspects(state[1], words)
-        if not suspects:
-            return words
-        words = words.copy()
-        for token in set(suspects):
-            if self.unique.walk(state, self._token_bytes[token]) is None:
-                words[token >> 5] &= ~np.uint32(1 << (token & 31))
-        return words
+        return without_bits(words, self.killed(state, suspects)) if suspects else words
 
     def _suspects(self, track: ItemTrack, words: np.ndarray) -> list[int]:
         return item_suspects(self.unique, self._quotes, self._plain, words, track, self.trie.max_depth)

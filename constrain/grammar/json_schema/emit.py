@@ -1928,16 +1928,16 @@ def _required_names(node: Any) -> list[str] | None:
         return None
     if node.get("type", "object") not in ("object", ["object"]):
         return None
-    names = node.get("required", [])
-    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        return None
-    for part in node.get("allOf", []) if isinstance(node.get("allOf", []), list) else [None]:
-        more = _required_names(part)
-        if more is None or (isinstance(part, dict) and "type" in part):
-            return None
-        names = names + more
+    names, parts = node.get("required", []), node.get("allOf", [])
     if "required" not in node and "allOf" not in node:
         return None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names) or not isinstance(parts, list):
+        return None
+    for part in parts:
+        more = _required_names(part) if isinstance(part, dict) and "type" not in part else None
+        if more is None:
+            return None
+        names = names + more
     return list(dict.fromkeys(names))
 
 
