@@ -168,6 +168,19 @@ def test_pack_sets_high_bit_and_clears_padding():
     assert pack_bool_mask(only_last).tolist() == [-(2**31)]
 
 
+@pytest.mark.parametrize("count", [1, 31, 32, 33, 95])
+def test_cleared_bits_flags_exactly_the_disallowed_tokens(count):
+    """The accelerator form of the mask agrees with the plain-Python reference per row."""
+    from constrain.kernels.bitmask import cleared_bits
+
+    bitmask = random_bitmask(4, 3, 0.5, seed=count)
+    flags = cleared_bits(bitmask, count)
+    assert flags.shape == (4, count) and flags.dtype == torch.bool
+    for row in range(4):
+        expected = ~reference_allowed(bitmask[row].tolist(), count)
+        assert flags[row].tolist() == expected.tolist()
+
+
 def test_unpack_beyond_coverage_is_disallowed():
     bitmask = torch.full((2,), -1, dtype=torch.int32)
     unpacked = unpack_bitmask(bitmask, 70)

@@ -148,3 +148,42 @@ def test_errors(llama3):
     processor = RegexLogitsProcessor(r"\d+", tokenizer)
     with pytest.raises(BitmaskError, match="logits width"):
         processor(torch.zeros((1, 3), dtype=torch.long), torch.zeros((1, 1000)))
+
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cuda_scores_are_masked_as_on_cpu(llama3, dtype):
+    """CUDA logits (wider than the vocabulary) get the CPU mask, token for token, at every step.
+
+    The bitmask is filled on the host and copied to the device each step; a copy that
+    raced the next fill, or a kernel that missed the padded columns, would differ here.
+    """
+    tokenizer, _ = llama3
+    pattern = r"\d{2}-[a-z]{2,3}"
+    on_cpu = RegexLogitsProcessor(pattern, tokenizer)
+    on_cuda = RegexLogitsProcessor(pattern, tokenizer)
+    width = len(tokenizer) + 100
+    ids = torch.tensor([[1, 2], [3, 4]])
+    text = "42-abc"
+    for step in range(len(text)):
+        scores = torch.randn(2, width, generator=torch.Generator().manual_seed(step))
+        expected = torch.isinf(on_cpu(ids, scores))
+        got = torch.isinf(on_cuda(ids.cuda(), scores.to("cuda", dtype)).cpu())
+        assert torch.equal(got, expected), f"step {step}"
+        assert not expected[:, len(tokenizer):].logical_not().any()
+        token = tokenizer.convert_tokens_to_ids(text[step])
+        ids = torch.cat([ids, torch.tensor([[token], [token]])], dim=1)
+
+
+@needs_cuda
+def test_generate_on_cuda(llama3):
+    """A model on the GPU samples under the constraint: every output matches."""
+    tokenizer, model = llama3
+    pattern = BOUNDED["choice"]
+    outputs = generate_regex(pattern, ["Answer:", "Here it is"], model.to("cuda"), tokenizer,
+                             do_sample=True, num_return_sequences=25, max_new_tokens=20)
+    model.to("cpu")
+    assert len(outputs) == 50 and all(regex.fullmatch(pattern, o) for o in outputs), outputs

@@ -33,6 +33,7 @@ __all__ = [
     "INT_VIEW_DTYPES",
     "neg_inf_bits",
     "expand_bits",
+    "cleared_bits",
     "prepare_apply",
 ]
 
@@ -236,6 +237,25 @@ def expand_bits(
     """
     expand = _expand_by_table if _LITTLE_ENDIAN else _expand_by_shift
     return expand(bitmask, dtype, set_value, clear_value)[..., :count]
+
+
+@functools.cache
+def _word_bits(device: torch.device) -> torch.Tensor:
+    """``int32`` tensor ``[1, 2, 4, ..., -2**31]``: bit ``k`` of a word, per ``k`` (cached)."""
+    return _bit_weights(device).to(torch.int32)
+
+
+def cleared_bits(bitmask: torch.Tensor, count: int) -> torch.Tensor:
+    """Bool ``[..., count]``, true where a token's bit is clear (the token is disallowed).
+
+    Two elementwise ops (an AND with each word's bit, a compare) and no gather: the form
+    for accelerators, where the CPU-tuned byte-table gather of :func:`expand_bits` is
+    slow (an H100 took 2.9 ms for it on 256 rows of 128k tokens).  ``count`` must not
+    exceed ``32 * W``.
+    """
+    bits = bitmask.unsqueeze(-1) & _word_bits(bitmask.device)
+    cleared = bits == 0
+    return cleared.reshape(*bitmask.shape[:-1], bitmask.shape[-1] * BITS_PER_WORD)[..., :count]
 
 
 def unpack_bitmask(bitmask: torch.Tensor, vocab_size: int) -> torch.Tensor:

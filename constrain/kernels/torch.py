@@ -9,15 +9,23 @@ The logits are viewed as integers of the same width and blended with the bit pat
 so the whole call is five vectorized ops over ``32 * W`` elements per masked row and no
 Python loop over tokens or words.  On the CPU this is ~10x faster than ``masked_fill_``
 with a bool mask (which torch does not vectorize), but it still allocates one integer per
-token, so numba (CPU) and triton (CUDA) are faster.  Logits that require grad go through
-``masked_fill_`` instead so that autograd sees the write.
+token, so numba (CPU) and triton (CUDA) are faster.  On other devices the table gather
+is the slow part, so they take ``masked_fill_`` with a mask from two elementwise ops
+(:func:`constrain.kernels.bitmask.cleared_bits`), as do logits that require grad (so
+that autograd sees the write).
 """
 
 from __future__ import annotations
 
 import torch
 
-from constrain.kernels.bitmask import BITS_PER_WORD, INT_VIEW_DTYPES, expand_bits, neg_inf_bits
+from constrain.kernels.bitmask import (
+    BITS_PER_WORD,
+    INT_VIEW_DTYPES,
+    cleared_bits,
+    expand_bits,
+    neg_inf_bits,
+)
 
 __all__ = ["NAME", "check_supported", "apply_rows"]
 
@@ -42,9 +50,8 @@ def _blend_neg_inf(logits: torch.Tensor, bitmask: torch.Tensor) -> None:
 
 
 def _fill_neg_inf(logits: torch.Tensor, bitmask: torch.Tensor) -> None:
-    """Autograd-visible variant of :func:`_blend_neg_inf` (``masked_fill_``, ~10x slower)."""
-    disallowed = expand_bits(bitmask, logits.shape[1], set_value=0, clear_value=1)
-    logits.masked_fill_(disallowed, float("-inf"))
+    """``masked_fill_`` variant of :func:`_blend_neg_inf`: autograd sees it; ~10x slower on CPU."""
+    logits.masked_fill_(cleared_bits(bitmask, logits.shape[1]), float("-inf"))
 
 
 def _mask_block(logits: torch.Tensor, bitmask: torch.Tensor) -> None:
@@ -54,7 +61,8 @@ def _mask_block(logits: torch.Tensor, bitmask: torch.Tensor) -> None:
     are ignored.
     """
     covered = min(logits.shape[1], bitmask.shape[1] * BITS_PER_WORD)
-    mask_covered = _fill_neg_inf if logits.requires_grad else _blend_neg_inf
+    blend = logits.device.type == "cpu" and not logits.requires_grad
+    mask_covered = _blend_neg_inf if blend else _fill_neg_inf
     mask_covered(logits[:, :covered], bitmask)
     logits[:, covered:].fill_(float("-inf"))
 

@@ -1,12 +1,22 @@
 """CUDA backend: a triton kernel, one program per (row, block of bitmask words).
 
-Each program loads ``WORDS_PER_BLOCK`` words of its row, expands them into a
-``[WORDS_PER_BLOCK, 32]`` tile of bits and stores ``-inf`` (masked store) where a bit is
-clear.  The grid covers ``ceil(V' / 32)`` words, i.e. the whole logits row, even when the
-bitmask is narrower: words past the bitmask's width load as ``0`` (every token
-disallowed), which masks padded vocabulary ids; columns past ``V'`` are never stored, so
-extra bits are ignored.  Only the stores of disallowed tokens touch the logits, so the
-cost is one read of the bitmask and at most one write of each logit.
+Each program loads ``WORDS_PER_BLOCK`` words of its row and works on the
+``[WORDS_PER_BLOCK, 32]`` tile of logits they cover, one 32-token word at a time in
+effect, the way the fastest CUDA kernels work on packed vectors:
+
+* a word with every bit set (all 32 tokens allowed) is neither read nor written;
+* a word with no bit set is written with ``-inf`` without reading the logits;
+* a mixed word is read, blended with ``-inf`` where bits are clear, and written whole.
+
+Every load and store mask is constant along a word, so triton emits wide vector
+accesses.  The logits are read and written as integers of their width (``-inf`` is a
+bit pattern), which is exact for every float dtype and needs no float constant of the
+logits' type (triton's CPU interpreter cannot build a bfloat16 one).  A first version stored ``-inf`` element by element under a per-token mask:
+the predicated scalar stores cost 1.5x a full read and write of the row on an H100 (see
+BENCHMARKS.md).  The grid covers ``ceil(V' / 32)`` words, i.e. the whole logits row,
+even when the bitmask is narrower: words past the bitmask's width load as ``0`` (every
+token disallowed), which masks padded vocabulary ids; columns past ``V'`` are never
+touched, so extra bits are ignored.
 
 ``triton`` is imported on first use, never at import of ``constrain``; requesting this
 backend without triton installed raises an ``ImportError`` that says what to install.
@@ -20,7 +30,7 @@ from typing import Any
 import torch
 
 from constrain.errors import BitmaskError
-from constrain.kernels.bitmask import BITS_PER_WORD
+from constrain.kernels.bitmask import BITS_PER_WORD, INT_VIEW_DTYPES, neg_inf_bits
 
 __all__ = ["NAME", "is_available", "check_supported", "apply_rows"]
 
@@ -64,6 +74,7 @@ def _kernel() -> Any:
         logits_row_stride,
         logits_col_stride,
         bitmask_row_stride,
+        NEG_INF: tl.constexpr,
         HAS_ROWS: tl.constexpr,
         WORDS: tl.constexpr,
         BITS: tl.constexpr,
@@ -79,14 +90,14 @@ def _kernel() -> Any:
             other=0,
         )
         bit_ids = tl.arange(0, BITS)
-        clear = ((words[:, None] >> bit_ids[None, :]) & 1) == 0
+        allowed = ((words[:, None] >> bit_ids[None, :]) & 1) != 0
         cols = word_ids[:, None].to(tl.int64) * BITS + bit_ids[None, :]
-        neg_inf = tl.full([WORDS, BITS], float("-inf"), logits_ptr.dtype.element_ty)
-        tl.store(
-            logits_ptr + row * logits_row_stride + cols * logits_col_stride,
-            neg_inf,
-            mask=clear & (cols < width),
-        )
+        inside = cols < width
+        pointers = logits_ptr + row * logits_row_stride + cols * logits_col_stride
+        mixed = ((words != 0) & (words != -1))[:, None]
+        current = tl.load(pointers, mask=inside & mixed, other=NEG_INF)
+        masked = tl.where(allowed, current, NEG_INF)
+        tl.store(pointers, masked, mask=inside & (words != -1)[:, None])
 
     return mask_kernel
 
@@ -120,7 +131,7 @@ def apply_rows(logits: torch.Tensor, bitmask: torch.Tensor, rows: torch.Tensor |
     row_ids = words if rows is None else rows.to(device=logits.device, dtype=torch.int32)
     blocks = _ceil_div(_ceil_div(width, BITS_PER_WORD), WORDS_PER_BLOCK)
     _kernel()[(n_rows, blocks)](
-        logits,
+        logits.view(INT_VIEW_DTYPES[logits.dtype]),
         words,
         row_ids,
         width,
@@ -128,6 +139,7 @@ def apply_rows(logits: torch.Tensor, bitmask: torch.Tensor, rows: torch.Tensor |
         logits.stride(0),
         logits.stride(1),
         words.stride(0),
+        NEG_INF=neg_inf_bits(logits.dtype),
         HAS_ROWS=rows is not None,
         WORDS=WORDS_PER_BLOCK,
         BITS=BITS_PER_WORD,
