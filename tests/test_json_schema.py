@@ -694,6 +694,13 @@ def _tagged(kind, *names: str) -> dict:
     return {"type": "object", "properties": props, "required": ["kind"]}
 
 
+def _listed(*values_or_schema) -> dict:
+    """An object variant whose required member ``c`` is an enum of the given values, or the given schema."""
+    first = values_or_schema[0]
+    value = first if isinstance(first, dict) else {"enum": list(values_or_schema)}
+    return {"type": "object", "properties": {"c": value}, "required": ["c"]}
+
+
 # oneOf whose branches no value meets together (an anyOf, no product), near misses that
 # some value does meet together (so the product must stay), and branches that only
 # constrain members (rules of the member graph, no product).
@@ -724,11 +731,18 @@ ONE_OF_DISJOINT = {
     "member schemas by type": ({"oneOf": [{"type": "object", "properties": {"kind": {"type": "string"}}},
                                           {"type": "object", "properties": {"k": {"type": ["null", "array"]}}}]},
                                "members"),
+    # Github_medium o65917: a tag listed as an enum against a schema that admits none of it.
+    "enum against a schema": ({"oneOf": [_listed(["deleted"]), _listed({"type": "array", "minItems": 1,
+                                                                        "items": {"enum": ["size", "mode"]}})]}, "anyOf"),
+    "enum meeting a schema": ({"oneOf": [_listed(["deleted"], ["size"]), _listed({"type": "array", "minItems": 1,
+                                                                                  "items": {"enum": ["size", "mode"]}})]},
+                              "members"),
 }
 ONE_OF_VALUES = (near(0, 5, spread=2) + [2.0, 1.5, 7.5, "", "a", "ab", None, True, [], [1]]
                  + [{"kind": "a"}, {"kind": "b", "x": "s"}, {"kind": "ab"}, {"kind": "c"}, {"k": 1}, {"k": 1.0}, {"k": "s"}, {"k": 2},
                     {}, {"k": 1, "j": 2}, {"kind": "a", "x": 1}, {"k": 0.5}, {"k": 2, "kind": "c"}, {"kind": "a", "k": [1]},
-                    {"kind": "b", "k": None}])
+                    {"kind": "b", "k": None}, {"c": ["deleted"]}, {"c": ["size"]}, {"c": []}, {"c": ["mode", "x"]},
+                    {"c": ["size"], "k": 1}])
 
 
 # Known gap (ARCHITECTURE.md, "Texts, not values"): integers are written canonically, so the
@@ -1248,6 +1262,30 @@ def test_not_of_required_names_is_a_member_group(schema, order, monkeypatch):
             assert not accepted or valid, value
             if valid and list(names) == sorted(names, key=lambda n: order.index(n) if n in order else len(order)):
                 assert accepted, value
+    for scalar in (1, "s", None, []):
+        assert dfa.matches(text_of(scalar).encode()) == is_valid(schema, scalar), scalar
+
+
+@pytest.mark.parametrize("schema", [
+    {"properties": {"a": _NUMBER, "b": {}, "c": {}}, "oneOf": [
+        {"required": ["a", "b"]}, {"required": ["c"], "not": {"type": "object", "required": ["b"]}}]},
+    {"properties": {"a": _NUMBER, "b": {}, "c": {}}, "anyOf": [{"required": ["c"]}, {"not": {"required": ["a"]}}]},
+    {"properties": {"a": _NUMBER, "b": {}}, "dependentSchemas": {"a": {"properties": {"b": {"not": {}}}},
+                                                            "b": {"properties": {"a": False, "c": True}}}},
+])
+def test_branches_that_exclude_names_are_member_groups(schema, monkeypatch):
+    """A branch's ``not: {"required": [name]}`` and a member schema no value meets
+    (``false``, ``{"not": {}}``) exclude the name: a rule of the member graph, exact
+    against jsonschema for every subset of names in schema order, and for scalars (which
+    an untyped ``not: {"required": ...}`` refuses)."""
+    import constrain.grammar.json_schema.emit as emit
+
+    monkeypatch.setattr(emit.SchemaEmitter, "_minus", lambda *args: pytest.fail("a product was built"))
+    dfa = schema_to_dfa(schema).automaton
+    for size in range(4):
+        for names in itertools.combinations("abcx", size):
+            value = dict.fromkeys(names, 1)
+            assert dfa.matches(text_of(value).encode()) == is_valid(schema, value), value
     for scalar in (1, "s", None, []):
         assert dfa.matches(text_of(scalar).encode()) == is_valid(schema, scalar), scalar
 

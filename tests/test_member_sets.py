@@ -246,6 +246,14 @@ GROUPED = {
                      "not": {"required": ["a", "b"]}},
     "not allOf of required": {"type": "object", "properties": _FIVE, "additionalProperties": False,
                               "not": {"allOf": [{"required": ["a"]}, {"required": ["c"]}]}, "minProperties": 1},
+    # Branches that exclude a name (Github_medium o57539, o27148).
+    "oneOf branch excluding a name": {"type": "object", "properties": _FIVE, "additionalProperties": False,
+                                      "oneOf": [{"required": ["a", "b"]},
+                                                {"required": ["c"], "not": {"type": "object", "required": ["b"]}}]},
+    "dependencies excluding each other": {"type": "object", "properties": _FIVE, "additionalProperties": False,
+                                          "dependentSchemas": {"a": {"properties": {"b": {"not": {}}}},
+                                                           "b": {"properties": {"a": False}}},
+                                          "anyOf": [{"required": ["a"]}, {"required": ["b"]}]},
 }
 
 
@@ -278,12 +286,15 @@ GROUPED_FINITE = {"type": "object", "additionalProperties": False,
 
 # The second blocks "b" before any name is written (with it, both branches would hold).
 BLOCKED_AT_START = {**GROUPED_FINITE, "oneOf": [{"required": ["a"]}, {"required": ["a", "b"]}]}
+# A branch that excludes a name: "d" rules out the second branch, and "d" needs "a".
+EXCLUDING = {**GROUPED_FINITE, "oneOf": [{"required": ["a", "b"]}, {"required": ["c"], "not": {"required": ["b"]}}]}
 
 
 @pytest.mark.parametrize("schema, start", [
     *((GROUPED_FINITE, start) for start in (b"", b'{"b":true,', b'{"a":"1",', b'{"d":null,', b'{"c":"x","b":false',
                                             b'{"a":"22","d":null')),
-    *((BLOCKED_AT_START, start) for start in (b"", b"{", b'{"c":"x",', b'{"a":"1",', b'{"d":null,"a":"1"'))])
+    *((BLOCKED_AT_START, start) for start in (b"", b"{", b'{"c":"x",', b'{"a":"1",', b'{"d":null,"a":"1"')),
+    *((EXCLUDING, start) for start in (b"", b'{"c":"x",', b'{"a":"22",', b'{"b":false,'))])
 def test_masks_with_member_groups_are_exact(infos, schema, start):
     info = infos("llama-3")
     validator = jsonschema.Draft202012Validator(schema)

@@ -33,7 +33,7 @@ the matcher keeps what the loop forgets, as it keeps a unique array's items
 from __future__ import annotations
 
 import itertools
-from typing import Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
@@ -63,9 +63,10 @@ class MemberRule(NamedTuple):
     it requires (raw, as written between the quotes), ``minProperties``, how many keys it
     may hold at all (:data:`~.unique_items.GOES_ON`: unboundedly many), and its member
     groups over key names: ``("anyOf" | "oneOf" | "if", branches)`` whose branches are
-    the names each requires (None: one the object cannot have; for ``"if"``: the
-    condition, ``then``, ``else``), or ``("dependency", (key, needed))`` (``{key}``, and
-    the names it needs, None when one cannot be written)."""
+    pairs (the names each requires, the names it excludes), None where it requires one
+    the object cannot have (for ``"if"``: the condition, ``then``, ``else``), or
+    ``("dependency", (key, needed))`` (``{key}``, and the names it needs, None when one
+    cannot be written)."""
 
     required: frozenset[bytes]
     min_properties: int
@@ -81,9 +82,10 @@ class MemberRule(NamedTuple):
     def relevant(self) -> frozenset[bytes]:
         """The names whose presence :meth:`closes` reads beyond the count."""
         names = set(self.required)
-        for _, branches in self.groups:
+        for kind, branches in self.groups:
             for branch in branches:
-                names |= branch or frozenset()
+                if branch is not None:
+                    names |= branch if kind == "dependency" else branch[0] | branch[1]
         return frozenset(names)
 
     @property
@@ -109,13 +111,25 @@ class MemberRule(NamedTuple):
 
     def to_json(self) -> list:
         return [_names(self.required), self.min_properties, self.keys,
-                [[kind, [None if b is None else _names(b) for b in branches]] for kind, branches in self.groups]]
+                [[kind, [_branch_json(kind, b) for b in branches]] for kind, branches in self.groups]]
 
     @classmethod
     def from_json(cls, data: list) -> "MemberRule":
         required, min_properties, keys, groups = data
         return cls(_raw(required), int(min_properties), int(keys),
-                   tuple((kind, tuple(None if b is None else _raw(b) for b in branches)) for kind, branches in groups))
+                   tuple((kind, tuple(_branch_from_json(kind, b) for b in branches)) for kind, branches in groups))
+
+
+def _branch_json(kind: str, branch: Any) -> Any:
+    if branch is None:
+        return None
+    return _names(branch) if kind == "dependency" else [_names(branch[0]), _names(branch[1])]
+
+
+def _branch_from_json(kind: str, data: Any) -> Any:
+    if data is None:
+        return None
+    return _raw(data) if kind == "dependency" else (_raw(data[0]), _raw(data[1]))
 
 
 def _names(keys: frozenset[bytes]) -> list[str]:
@@ -128,10 +142,10 @@ def _raw(names: list[str]) -> frozenset[bytes]:
 
 def _group_holds(kind: str, branches: tuple, written: frozenset[bytes]) -> bool:
     """Whether the keys ``written`` meet one member group (see :class:`MemberRule`)."""
-    met = [branch is not None and branch <= written for branch in branches]
     if kind == "dependency":
-        key, _ = branches
-        return not key <= written or met[1]
+        key, needed = branches
+        return not key <= written or (needed is not None and needed <= written)
+    met = [branch is not None and branch[0] <= written and not branch[1] & written for branch in branches]
     if kind == "if":
         return (met[0] and met[1]) or (not met[0] and met[2])
     return sum(met) == 1 if kind == "oneOf" else any(met)

@@ -81,6 +81,9 @@ RESERVED_SYMBOLS = 2
 ITEMS_CALL_MIN = 16
 ITEMS_CALL_STATES = 20_000
 #: uniqueItems is exact over items of at most this many distinct values (the set written is the state: 2**k).
+#: Enums of at most this many values are checked value by value (jsonschema) against another
+#: ``oneOf`` branch's schema for the same member, to find branches that are apart.
+MAX_ENUM_CHECKED = 32
 MAX_DISTINCT_VALUES = 8
 #: ... spelled in at most this many texts in all (a value may have several spellings).
 MAX_DISTINCT_TEXTS = 64
@@ -599,6 +602,12 @@ class SchemaEmitter:
         keys_a, keys_b = _enum_keys(a), _enum_keys(b)
         if keys_a is not None and keys_b is not None and not keys_a & keys_b:
             return True
+        for one, other in ((a, b), (b, a)):
+            if one.enums and len(one.enums[0]) <= MAX_ENUM_CHECKED:
+                # A tag that is an enum against one that is a schema ("changes": ["deleted"]
+                # against an array of other words): apart when no listed value meets the other.
+                if not any(self._admits(other, value) for value in self._enum_values(one)):
+                    return True
         if depth == 0:
             return False
         for one, other in ((a, b), (b, a)):
@@ -1159,11 +1168,18 @@ class SchemaEmitter:
         and ``const: -0.0`` is zero, spelled ``0`` and ``-0.0``.  (Matched with signed
         zeros, the two lists had nothing in common, and under ``not`` nothing was taken
         away.)"""
+        return alt(*(self._literal(v, spec.slots) for v in self._enum_values(spec)))
+
+    def _enum_values(self, spec: Spec) -> list[Any]:
+        """The values every enum/const of ``spec`` lists that meet the rest of ``spec``."""
         common = set.intersection(*({_json_key(v, False) for v in values} for values in spec.enums))
         candidates = [v for values in spec.enums for v in values if _json_key(v, False) in common]
-        kept = [v for v in _unique(candidates)
-                if (spec.types is None or spec.types & _json_types(v)) and self._valid(v, spec) and _meets_content(v, spec)]
-        return alt(*(self._literal(v, spec.slots) for v in kept))
+        return [v for v in _unique(candidates) if self._admits(spec, v)]
+
+    def _admits(self, spec: Spec, value: Any) -> bool:
+        """Whether ``value`` meets ``spec``: its types, what is pending (:meth:`_valid`), content."""
+        return (spec.types is None or bool(spec.types & _json_types(value))) and self._valid(value, spec) \
+            and _meets_content(value, spec)
 
     def _valid(self, value: Any, spec: Spec) -> bool:
         """Whether ``value`` meets what ``spec`` still requires (jsonschema, formats checked).
@@ -1593,10 +1609,11 @@ class _ValueClasses:
 @dataclass(frozen=True)
 class _Presence:
     """A member group (``rule``: ``"anyOf"``, ``"oneOf"`` or ``"if"`` over if/then/else)
-    whose branches only require and constrain members: per branch the member positions
-    it requires (None: a name the object cannot have) and the positions whose values it
-    constrains (``constrained``: a value there may rule the branch out, as the member's
-    value class says).
+    whose branches only require, exclude and constrain members: per branch the member
+    positions it requires (None: a name the object cannot have), the positions whose
+    values it constrains (``constrained``: a value there may rule the branch out, as the
+    member's value class says) and the positions it excludes (``excluded``: writing one
+    rules the branch out; ``not: {"required": [name]}``, ``"name": false``).
 
     In schema order the members come by position, so a branch is met once past the
     last position it involves with none of its required positions skipped and no value
@@ -1613,12 +1630,15 @@ class _Presence:
     branches: tuple[frozenset[int] | None, ...]
     rule: str
     constrained: tuple[frozenset[int], ...] = ()
+    excluded: tuple[frozenset[int], ...] = ()
 
     def __post_init__(self) -> None:
         constrained = self.constrained or tuple(frozenset() for _ in self.branches)
-        last = tuple(max(needed | more, default=-1) if needed is not None else -1
-                     for needed, more in zip(self.branches, constrained))
+        excluded = self.excluded or tuple(frozenset() for _ in self.branches)
+        last = tuple(max(needed | more | out, default=-1) if needed is not None else -1
+                     for needed, more, out in zip(self.branches, constrained, excluded))
         object.__setattr__(self, "constrained", constrained)
+        object.__setattr__(self, "excluded", excluded)
         object.__setattr__(self, "_last", last)
 
     def start(self) -> tuple:
@@ -1632,7 +1652,8 @@ class _Presence:
         met, open_ = at
         newly, still = set(), set()
         for i in open_:
-            if (position in self.branches[i] and not written) or (written and i in ruled_out):
+            if (position in self.branches[i] and not written) or (
+                    written and (i in ruled_out or position in self.excluded[i])):
                 continue
             (newly if position >= self._last[i] else still).add(i)
         return self._state(frozenset(newly), frozenset(still), met)
@@ -1671,7 +1692,8 @@ class _Presence:
         """Whether the members ``used`` (in any order) meet the group (only for groups that
         constrain no values: the any-order graph tracks no value classes)."""
         assert not any(self.constrained), "value classes need the schema-order member graph"
-        met = frozenset(i for i, needed in enumerate(self.branches) if needed is not None and needed <= used)
+        met = frozenset(i for i, needed in enumerate(self.branches)
+                        if needed is not None and needed <= used and not self.excluded[i] & used)
         return self._holds(met if self.rule == "if" else len(met))
 
 
@@ -1760,21 +1782,21 @@ def _presence_names(spec: Spec) -> list[str]:
     record lists required names after its properties."""
     nodes = [branch for group in spec.presence for branch in group.nodes]
     listed = merge_orders([list(branch.get("properties", {})) for branch in nodes])
-    return listed + [name for name in dict.fromkeys(n for branch in nodes for n in branch.get("required", []))
-                     if name not in listed]
+    more = [n for branch in nodes for n in branch.get("required", []) + _excluded_names(branch)]
+    return listed + [name for name in dict.fromkeys(more) if name not in listed]
 
 
 def _presence_positions(spec: Spec, where: dict[str, int]) -> list[_Presence]:
     """``spec``'s member groups over the member positions (``where``: by encoded name)."""
     groups = []
     for group in spec.presence:
-        branches, constrained = [], []
+        branches, constrained, excluded = [], [], []
         for branch in group.nodes:
             positions = [where.get(encoded_string(name)) for name in branch.get("required", [])]
             branches.append(None if None in positions else frozenset(positions))
-            constrained.append(frozenset(where[key] for key in map(encoded_string, _constrained_names(branch))
-                                         if key in where))
-        groups.append(_Presence(tuple(branches), group.rule, tuple(constrained)))
+            constrained.append(_positions(_constrained_names(branch), where))
+            excluded.append(_positions(_excluded_names(branch), where))  # a name not written is not there
+        groups.append(_Presence(tuple(branches), group.rule, tuple(constrained), tuple(excluded)))
     return groups
 
 
@@ -1798,9 +1820,37 @@ def _properties_with_groups(spec: Spec) -> list[str]:
     return order
 
 
+def _positions(names: list[str], where: dict[str, int]) -> frozenset[int]:
+    """The member positions of those of ``names`` the object lists (``where``: by encoded name)."""
+    return frozenset(where[key] for key in map(encoded_string, names) if key in where)
+
+
 def _constrained_names(branch: dict) -> list[str]:
-    """The members whose values a member-wise branch constrains (``{}``/``true`` do not)."""
-    return [name for name, sub in branch.get("properties", {}).items() if sub is not True and sub != {}]
+    """The members whose values a member-wise branch constrains (``{}``/``true`` do not,
+    and a schema no value meets excludes the member instead: :func:`_excluded_names`)."""
+    return [name for name, sub in branch.get("properties", {}).items()
+            if sub is not True and sub != {} and not _admits_nothing(sub)]
+
+
+def _excluded_names(branch: dict) -> list[str]:
+    """The members a member-wise branch forbids: those whose schema no value meets
+    (``false``, ``{"not": {}}``: a dependency "x excludes y"), and the one name of
+    ``not: {"required": [name]}``."""
+    names = [name for name, sub in branch.get("properties", {}).items() if _admits_nothing(sub)]
+    negated = _negated_name(branch)
+    return names + ([negated] if negated is not None and negated not in names else [])
+
+
+def _negated_name(branch: dict) -> str | None:
+    """The name of a branch's ``not: {"required": [name]}`` (``type: "object"`` too), else None."""
+    names = _required_names(branch["not"]) if "not" in branch else None
+    return names[0] if names is not None and len(names) == 1 else None
+
+
+def _admits_nothing(node: Any) -> bool:
+    """Whether a schema surely admits no value: ``false``, ``{"not": {}}``, ``{"not": true}``."""
+    return node is False or (isinstance(node, dict) and set(node) - ANNOTATION_KEYWORDS == {"not"}
+                             and (node["not"] is True or node["not"] == {}))
 
 
 def _constraint_kinds(presence: list[MemberGroup]) -> dict[str, list[tuple[Loc, list[tuple[int, int]]]]]:
@@ -1837,7 +1887,10 @@ def _member_wise(group: MemberGroup, presence: list[MemberGroup]) -> bool:
     :data:`MAX_MEMBER_CONSTRAINTS` (or :func:`_few_constants`)."""
     branches = group.nodes
     for branch in branches:
-        if not isinstance(branch, dict) or not set(branch) - set(unknown_keywords(branch)) <= _MEMBER_WISE_KEYWORDS:
+        if not isinstance(branch, dict):
+            return False
+        allowed = _MEMBER_WISE_KEYWORDS | ({"not"} if _negated_name(branch) is not None else set())
+        if not set(branch) - set(unknown_keywords(branch)) <= allowed:
             return False
         if not isinstance(branch.get("properties", {}), dict) or not isinstance(branch.get("required", []), list):
             return False
@@ -1845,7 +1898,7 @@ def _member_wise(group: MemberGroup, presence: list[MemberGroup]) -> bool:
             return False
         if branch.get("type", "object") not in ("object", ["object"]):
             return False
-    if not any(_constrained_names(b) or b.get("required") for b in branches):
+    if not any(_constrained_names(b) or b.get("required") or _excluded_names(b) for b in branches):
         return False
     for kinds in _constraint_kinds(presence + [group]).values():
         if len(kinds) > MAX_MEMBER_CONSTRAINTS and not _few_constants([loc.node for loc, _ in kinds]):
@@ -1870,7 +1923,7 @@ def _with_member_group(spec: Spec, group: MemberGroup) -> Spec:
     """``spec`` with the member-wise ``group`` moved to its member graph, and its other
     types kept only where the group holds for them (an untyped branch holds for any
     value that is no object, a ``type: "object"`` one for none)."""
-    holds = ["type" not in node for node in group.nodes]
+    holds = [_holds_off_objects(node) for node in group.nodes]
     if group.rule == "if":
         others = (holds[0] and holds[1]) or (not holds[0] and holds[2])
     else:
@@ -1879,6 +1932,14 @@ def _with_member_group(spec: Spec, group: MemberGroup) -> Spec:
     if not others:
         types = frozenset({"object"}) & (types if types is not None else _ALL_TYPES)
     return spec.without(presence=spec.presence + [group], types=types)
+
+
+def _holds_off_objects(branch: dict) -> bool:
+    """Whether a member-wise branch holds for values that are no object: untyped, and
+    any ``not: {"required": ...}`` in it typed ``object`` (``required`` alone holds for
+    them, so its negation does not)."""
+    negated = branch.get("not")
+    return "type" not in branch and (negated is None or "type" in negated)
 
 
 def _types_outside(node: Any, types: frozenset[str] | None) -> frozenset[str] | None:
@@ -2001,7 +2062,8 @@ def _group_by_names(group: "_Presence | _Dependency", raw: list[bytes]) -> tuple
 
     if isinstance(group, _Dependency):
         return ("dependency", (frozenset({raw[group.key]}), names(group.needed)))
-    return (group.rule, tuple(names(branch) for branch in group.branches))
+    return (group.rule, tuple(None if names(branch) is None else (names(branch), names(out))
+                              for branch, out in zip(group.branches, group.excluded)))
 
 
 def _key_count(members: list[tuple[str, RegexNode, bool]], extras: list[tuple[RegexNode, RegexNode]]) -> int | None:
