@@ -370,3 +370,76 @@ def test_a_recursive_definition_that_is_a_member_loop_nests_without_bound():
         value = {"t": str(depth), "kids": [value]} if depth % 2 else {"kids": [value, {"t": "x"}], "t": str(depth)}
     assert automaton.matches(json.dumps(value).encode())
     assert not automaton.matches(json.dumps({"kids": [value]}).encode())  # "t" is required at the top
+
+
+# -- objects split into loops by value class ---------------------------------------------------------------------------
+_TAGS = {"type": {"enum": ["a", "b", "c"]}, "x": {}, "y": {}, "z": {"type": "integer"}}
+BY_CLASS = {
+    # Github_hard o27348: one conditional per tag value.
+    "if const chain": {"type": "object", "properties": _TAGS, "additionalProperties": False, "allOf": [
+        {"if": {"properties": {"type": {"const": "a"}}}, "then": {"required": ["x"]}},
+        {"if": {"properties": {"type": {"const": "b"}}}, "then": {"required": ["y"], "not": {"required": ["z"]}}}]},
+    # Github_easy o78062: two kinds told apart by a required member with a typed value.
+    "oneOf of kinds": {"type": "object", "properties": _TAGS, "additionalProperties": False, "oneOf": [
+        {"properties": {"x": {"type": "array"}}, "required": ["x"]},
+        {"properties": {"y": {"type": "array"}}, "required": ["y"]}]},
+}
+_CLASS_VALUES = {"type": ["a", "b", "c", 1], "x": [[], 1], "y": [[], "s"], "z": [2]}
+
+
+def _class_texts():
+    """Every compact text of every subset of the four names, in every order, with every value."""
+    for size in range(5):
+        for names in itertools.permutations(_CLASS_VALUES, size):
+            for values in itertools.product(*(_CLASS_VALUES[n] for n in names)):
+                yield json.dumps(dict(zip(names, values)), separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize("name", sorted(BY_CLASS))
+def test_objects_split_by_value_class_are_exact_in_any_order(name):
+    """Member groups that split a member's values into classes make one loop per class
+    choice, no schema order: every text (all orders, all values) is read exactly as
+    jsonschema judges it, and every prefix is readable exactly when a valid text goes
+    on from it."""
+    schema = BY_CLASS[name]
+    language = schema_to_dfa(schema, JsonSchemaOptions(property_order="any", whitespace="compact"))
+    assert len(language.members) > 1
+    automaton, validator = language.automaton, jsonschema.Draft202012Validator(schema)
+    texts = list(_class_texts())
+    valid = {text for text in texts if validator.is_valid(json.loads(text))}
+    viable = {text[:i] for text in valid for i in range(len(text) + 1)}
+    assert 0 < len(valid) < len(texts)
+    for text in texts:
+        assert automaton.matches(text) == (text in valid), text
+    for prefix in {text[:i] for text in texts for i in range(len(text))}:
+        assert automaton.is_prefix(prefix) == (prefix in viable), prefix
+
+
+def test_a_recursive_definition_split_by_class_still_nests_without_bound():
+    """A recursive definition whose object would split into loops (a union of calls, which
+    no callee may start with) is built as one object instead, so recursion still calls it."""
+    schema = {"$ref": "#/$defs/c", "$defs": {"c": {"type": "object", "properties": {"n": {"type": "string"}},
+                                                   "required": ["n"], "oneOf": [
+        {"properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/c"}}}, "required": ["kids"]},
+        {"properties": {"leaf": {"type": "boolean"}}, "required": ["leaf"]}]}}}
+    automaton = schema_to_dfa(schema, ANY).automaton
+    value = {"n": "x", "leaf": True}
+    for depth in range(8):
+        value = {"n": str(depth), "kids": [value]}
+    assert automaton.matches(json.dumps(value).encode())
+    assert not automaton.matches(json.dumps({"n": "top", "kids": [value], "leaf": True}).encode())
+
+
+@pytest.mark.parametrize("start", [b"", b'{"type":"b",', b'{"x":1,', b'{"z":2,"type":"', b'{"y":"s","type":"a"'])
+def test_masks_of_objects_split_by_class_are_exact(infos, start):
+    """The loops of an object split by a tag's value, token by token on the Llama-3
+    vocabulary, against every valid document enumerated."""
+    info = infos("llama-3")
+    schema = {**BY_CLASS["if const chain"], "properties": {"type": {"enum": ["a", "b", "c"]}, "x": {"enum": [[], 1]},
+                                                           "y": {"enum": [[], "s"]}, "z": {"const": 2}}}
+    validator = jsonschema.Draft202012Validator(schema)
+    oracle = _DocumentsOracle([d for d in _documents(_CLASS_VALUES, []) if validator.is_valid(d)], info)
+    compiled = Compiler(info, cache_dir=False).compile_json_schema(schema, whitespace="compact", property_order="any")
+    assert isinstance(compiled.engine, MemberSetTokenPDA) and len(compiled.engine.members.rules) > 1
+    problem = check_masks_along_random_walk(Matcher(compiled), oracle, info, steps=4, seed=len(start), start=start)
+    assert problem is None, problem

@@ -16,6 +16,7 @@ and ``if``/``then``/``else`` are exact through DFA products (see
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 from collections import Counter
@@ -75,6 +76,14 @@ MAX_GRAPH_ORDER_MEMBERS = 3
 #: An any-order object's member groups may mention this many names at most besides its
 #: required ones: the matcher searches their subsets for a way to end.
 MAX_GROUP_NAMES = 12
+#: An any-order object whose member groups split members' values into classes is, per
+#: choice of a class (or absence) for each such member, a loop of its own; at most this
+#: many loops (see ``SchemaEmitter._loops_by_class``): each holds every member's value,
+#: and the classes a value fails are products (at 12, a ``oneOf`` of three tagged kinds,
+#: Github_trivial o83138, compiled in 2.8x the time)...
+MAX_CLASS_LOOPS = 6
+#: ... and at most this many choices are searched for the loops some object can meet.
+MAX_CLASS_CHOICES = 256
 #: Call symbols the shared definitions leave free, for recursive definitions.
 RESERVED_SYMBOLS = 2
 #: Array items are a callee from this maxItems on, when the copies would pass ITEMS_CALL_STATES.
@@ -175,6 +184,10 @@ class SchemaEmitter:
         #: matcher checks of them (see :meth:`_any_order_call`).
         self.member_rules: dict[int, MemberRule] = {}
         self._member_ids = 0  # wide symbols given out (never reused)
+        #: Objects split into loops by value class so far (see :meth:`_loops_by_class`), and
+        #: whether that is off (in a recursive definition's body that it made uncallable).
+        self._class_splits = 0
+        self._class_splits_off = False
 
     # -- entry points -------------------------------------------------------------
     def root(self) -> RegexNode:
@@ -319,6 +332,28 @@ class SchemaEmitter:
             return
         position = len(self._callee_symbols) - 1
         memo_before = set(self._recursive_memo)
+        splits_before = self._class_splits
+        tree, dfa = self._callee_body(locs, symbol)
+        if (dfa is None or not _callable(dfa)) and self._class_splits > splits_before and not self._class_splits_off:
+            # Its top object split into loops by value class: a union of calls, which no
+            # callee may start with.  Built again with one loop per object instead (schema
+            # order where classes matter), which recursion can call.
+            self._undo_callees(position, memo_before)
+            self._callee_symbols[key] = symbol
+            self._class_splits_off = True
+            try:
+                tree, dfa = self._callee_body(locs, symbol)
+            finally:
+                self._class_splits_off = False
+        if dfa is not None and _callable(dfa):
+            self.callees[symbol] = dfa
+            self.sizes.append((locs[0].pointer or "#", dfa.num_states))
+            return
+        self._undo_callees(position, memo_before)
+        self._callee_symbols[key] = _NO_VALUE if tree is NOTHING else None  # NOTHING: whatever the recursion
+
+    def _callee_body(self, locs: list[Loc], symbol: int) -> tuple[RegexNode, ByteDFA | None]:
+        """The tree and automaton of a callee's body (see :meth:`_build_callee`)."""
         walk, spec = SpecWalk(self.doc, [], self.max_recursion), Spec()
         for loc in locs:
             spec = walk.absorb(spec, loc, frozenset())
@@ -329,10 +364,12 @@ class SchemaEmitter:
             # The definition is one member loop (property_order="any"): its body under this
             # symbol too, so the recursion into it is a call like any other.
             dfa, self.member_rules[symbol] = self.callees[loop], self.member_rules[loop]
-        if dfa is not None and _callable(dfa):
-            self.callees[symbol] = dfa
-            self.sizes.append((locs[0].pointer or "#", dfa.num_states))
-            return
+        return tree, dfa
+
+    def _undo_callees(self, position: int, memo_before: set) -> None:
+        """Forget the callee registered at ``position`` and every callee and unrolled level
+        built since (they may call its symbol); definitions decided meanwhile (unrolled, or
+        meeting no value) stay so."""
         for later in list(self._callee_symbols)[position:]:
             if self._callee_symbols[later] not in (None, _NO_VALUE):  # decided ones stay: not built again
                 symbol = self._callee_symbols.pop(later)
@@ -341,7 +378,6 @@ class SchemaEmitter:
                 self.member_rules.pop(symbol, None)
         for memo_key in set(self._recursive_memo) - memo_before:
             del self._recursive_memo[memo_key]
-        self._callee_symbols[key] = _NO_VALUE if tree is NOTHING else None  # NOTHING: whatever the recursion
 
     def any_value(self) -> RegexNode:
         """Any JSON value (free-form members): a call into the shared any-value automaton,
@@ -838,8 +874,9 @@ class SchemaEmitter:
         where = {key: i for i, (key, _, _) in enumerate(members)}
         groups = _presence_positions(spec, where) + _dependency_positions(spec, where)
         variants = self._member_variants(spec, where, chain)
-        if self.any_order and not slots and not variants and (len(members) > 1 or extras):
-            call = self._any_order_call(spec, members, extras, groups)
+        if self.any_order and not slots and (len(members) > 1 or extras):
+            call = (self._loops_by_class(spec, members, extras, groups, variants) if variants
+                    else self._any_order_call(spec, members, extras, groups))
             if call is not None:
                 return call
         if self.any_order and not slots and not variants and 1 < len(members) <= MAX_GRAPH_ORDER_MEMBERS:
@@ -875,20 +912,15 @@ class SchemaEmitter:
         """
         if not self._shareable(spec.slots) or self._member_ids >= len(WIDE_SYMBOLS):
             return None
-        keys = _key_count(members, extras)
-        if keys is None or (keys != GOES_ON and keys < spec.min_properties):
+        rule = _member_rule(spec, members, _extra_key_count(extras), groups)
+        if rule is None:
             return None
-        if spec.max_properties is not None and (keys == GOES_ON or keys > spec.max_properties):
-            return None
+        if not rule.feasible(frozenset()):
+            return NOTHING  # no object meets the rule
         layout = self.layout
         member = alt(*(seq(lit(key), layout.colon(), value) for key, value, _ in members),
                      *(seq(names, layout.colon(), value) for names, value in extras))
         body = seq(member, star(seq(layout.comma(), member)))
-        raw = [key[1:-1].encode() for key, _, _ in members]
-        rule = MemberRule(frozenset(name for name, (_, _, required) in zip(raw, members) if required),
-                          spec.min_properties, keys, tuple(_group_by_names(group, raw) for group in groups))
-        if len(rule.searched) > MAX_GROUP_NAMES or not rule.feasible(frozenset()):
-            return None
         if rule.closes(frozenset()):  # else the loop writes a member at least
             body = opt(body)
         dfa = self._dfa(seq(layout.opening("{"), body, layout.closing("}")))
@@ -904,6 +936,64 @@ class SchemaEmitter:
         self.sizes.append(((spec.sources[0].pointer if spec.sources else "") or "#", dfa.num_states))
         return Automaton(call_marker(symbol))
 
+    def _loops_by_class(self, spec: Spec, members: list[tuple[str, RegexNode, bool]],
+                        extras: list[tuple[RegexNode, RegexNode]], groups: list["_Presence | _Dependency"],
+                        variants: dict[int, "_ValueClasses"]) -> RegexNode | None:
+        """An any-order object whose member groups split members' values into classes, as
+        one member loop per choice of a class, or of absence, for each such member: the
+        member then required with its value in that class, or left out.  With the
+        choices made every group is over names only (a branch a class rules out, or
+        that requires a member left out, cannot hold), which the loop's rule keeps.
+        Each object falls in exactly one loop (its values' classes and its names say
+        which), so the union is exact.  ``if: {"properties": {"type": {"const":
+        "static"}}}`` per variant (Github_hard o27348) is one loop per tag value and one
+        for the rest; ``oneOf`` of two kinds told apart by required members with typed
+        values (Github_easy o78062) a few: the choices no object can meet (two ``oneOf``
+        branches both holding) make no loop.  None past :data:`MAX_CLASS_LOOPS` loops
+        (:data:`MAX_CLASS_CHOICES` choices searched), or where a loop cannot stand (see
+        :meth:`_any_order_call`)."""
+        if self._class_splits_off:
+            return None
+        positions = sorted(variants)
+        # First on names alone, over what each class may rule out: no class is built
+        # where the loops would be too many.
+        possible = [[(members[p][1], out) for out in variants[p].possible()] + ([] if members[p][2] else [None])
+                    for p in positions]
+        if math.prod(map(len, possible)) > MAX_CLASS_CHOICES:
+            return None
+        if self._feasible_choices(spec, members, extras, groups, positions, possible, MAX_CLASS_LOOPS) is None:
+            return None
+        choices = [variants[p].every_class() + ([] if members[p][2] else [None]) for p in positions]
+        loops = self._feasible_choices(spec, members, extras, groups, positions, choices, MAX_CLASS_LOOPS)
+        if loops is None:
+            return None
+        built = []
+        for chosen, resolved in loops:
+            loop = self._any_order_call(spec, chosen, extras, resolved)
+            if loop is None:
+                return None
+            built.append(loop)
+        self._class_splits += len(built) > 1
+        return alt(*built)
+
+    @staticmethod
+    def _feasible_choices(spec: Spec, members: list[tuple[str, RegexNode, bool]], extras: list,
+                          groups: list["_Presence | _Dependency"], positions: list[int], choices: list[list],
+                          limit: int) -> list[tuple[list, list]] | None:
+        """The (members, groups) of each choice some object can meet (see
+        :func:`_chosen_classes`), or None past ``limit`` of them or where a rule cannot stand."""
+        found, extra_keys = [], _extra_key_count(extras)
+        for combination in itertools.product(*choices):
+            chosen, resolved = _chosen_classes(members, groups, positions, combination)
+            rule = _member_rule(spec, chosen, extra_keys, resolved)
+            if rule is None:
+                return None
+            if rule.feasible(frozenset()):
+                found.append((chosen, resolved))
+                if len(found) > limit:
+                    return None
+        return found
+
     def _member_variants(self, spec: Spec, where: dict[str, int], chain: tuple[str, ...]) -> dict[int, "_ValueClasses"]:
         """For each member the member groups' branches constrain (see :func:`_member_wise`):
         its value classes (:class:`_ValueClasses`), by position."""
@@ -913,7 +1003,7 @@ class SchemaEmitter:
             if position is not None:
                 locs = [loc for loc, _ in kinds]
                 build = partial(self._value_classes, self._locs_for_key(spec, name), locs, chain, spec.slots.member(name))
-                variants[position] = _ValueClasses([pairs for _, pairs in kinds], build)
+                variants[position] = _ValueClasses([pairs for _, pairs in kinds], build, [loc.node for loc in locs])
         return variants
 
     def _value_classes(self, base: list[Loc], kinds: list[Loc], chain: tuple[str, ...], slots: Slots,
@@ -1581,10 +1671,29 @@ class _ValueClasses:
     member graph picks them by its state.
     """
 
-    def __init__(self, kinds: list[list[tuple[int, int]]], build) -> None:
+    def __init__(self, kinds: list[list[tuple[int, int]]], build, nodes: list[Any] | None = None) -> None:
         self.kinds = kinds
         self._build = build  # relevant constraint indexes -> [(language, constraints failed)]
+        self._nodes = nodes  # the constraints' schemas, where known
         self._memo: dict[tuple[int, ...], list] = {}
+
+    def possible(self) -> list[dict[int, frozenset[int]]]:
+        """What each class over every constraint may rule out, by group, before any class is
+        built: one per set of constraints met, but for constants only sets whose values
+        meet (an upper bound: some of them may hold no value)."""
+        count = len(self.kinds)
+        values = _constant_values(self._nodes) if self._nodes is not None else None
+        found = []
+        for met in itertools.product((True, False), repeat=count):
+            if values is not None and sum(met) > 1 and not set.intersection(*(values[k] for k in range(count) if met[k])):
+                continue
+            ruled_out: dict[int, set[int]] = {}
+            for k in range(count):
+                if not met[k]:
+                    for group, branch in self.kinds[k]:
+                        ruled_out.setdefault(group, set()).add(branch)
+            found.append({group: frozenset(out) for group, out in ruled_out.items()})
+        return found
 
     def options(self, status: tuple) -> tuple[tuple[int, ...], list[tuple[RegexNode, dict[int, frozenset[int]]]] | None]:
         """The constraints relevant in member-graph state ``status`` (group states, member
@@ -1594,6 +1703,13 @@ class _ValueClasses:
                          if any(branch in status[group][1] for group, branch in pairs))
         if not relevant:
             return relevant, None
+        return relevant, self._classes(relevant)
+
+    def every_class(self) -> list[tuple[RegexNode, dict[int, frozenset[int]]]]:
+        """The classes over every constraint (see :meth:`options`)."""
+        return self._classes(tuple(range(len(self.kinds))))
+
+    def _classes(self, relevant: tuple[int, ...]) -> list[tuple[RegexNode, dict[int, frozenset[int]]]]:
         if relevant not in self._memo:
             options = []
             for tree, failed in self._build(relevant):
@@ -1603,7 +1719,7 @@ class _ValueClasses:
                         ruled_out.setdefault(group, set()).add(branch)
                 options.append((tree, {group: frozenset(out) for group, out in ruled_out.items()}))
             self._memo[relevant] = options
-        return relevant, self._memo[relevant]
+        return self._memo[relevant]
 
 
 @dataclass(frozen=True)
@@ -1640,6 +1756,14 @@ class _Presence:
         object.__setattr__(self, "constrained", constrained)
         object.__setattr__(self, "excluded", excluded)
         object.__setattr__(self, "_last", last)
+
+    def resolved(self, ruled_out: frozenset[int], absent: set[int]) -> "_Presence":
+        """The group once every constrained member has its value class (or is left out,
+        ``absent``): the branches ``ruled_out`` or requiring an absent member cannot
+        hold, and no value constrains the others any more."""
+        branches = tuple(None if needed is None or i in ruled_out or needed & absent else needed
+                         for i, needed in enumerate(self.branches))
+        return _Presence(branches, self.rule, (), self.excluded)
 
     def start(self) -> tuple:
         live = [i for i, needed in enumerate(self.branches) if needed is not None]
@@ -1731,6 +1855,11 @@ class _Dependency:
 
     def met(self, at: tuple[int, bool, bool]) -> bool:
         return at == self.DONE or not (at[1] and at[2])
+
+    def resolved(self, ruled_out: frozenset[int], absent: set[int]) -> "_Dependency":
+        """The dependency with the members ``absent`` left out (see :meth:`_Presence.resolved`):
+        a needed one cannot be written (the key is never absent here)."""
+        return _Dependency(self.key, tuple(None if p in absent else p for p in self.needed))
 
     def satisfied_by(self, used: frozenset[int]) -> bool:
         return self.key not in used or (None not in self.needed and set(self.needed) <= used)
@@ -1906,17 +2035,25 @@ def _member_wise(group: MemberGroup, presence: list[MemberGroup]) -> bool:
     return True
 
 
+def _constant_values(nodes: list[Any]) -> list[set[str]] | None:
+    """The values each of ``nodes`` allows (as JSON texts) where each is a ``const`` or
+    ``enum`` alone, else None."""
+    found = []
+    for node in nodes:
+        if not isinstance(node, dict) or not set(node) - ANNOTATION_KEYWORDS <= {"const", "enum"} or not (
+                "const" in node or isinstance(node.get("enum"), list)):
+            return None
+        found.append({json.dumps(v, sort_keys=True) for v in ([node["const"]] if "const" in node else node["enum"])})
+    return found
+
+
 def _few_constants(nodes: list[Any]) -> bool:
     """Whether member constraints are all ``const``/``enum`` lists, at most
     :data:`MAX_CONSTANT_CONSTRAINTS` of them over at most as many distinct values: their
     classes are then at most one per value and one for the rest."""
-    values: set[str] = set()
-    for node in nodes:
-        if not isinstance(node, dict) or not set(node) - ANNOTATION_KEYWORDS <= {"const", "enum"} or not (
-                "const" in node or isinstance(node.get("enum"), list)):
-            return False
-        values.update(json.dumps(v, sort_keys=True) for v in ([node["const"]] if "const" in node else node["enum"]))
-    return len(nodes) <= MAX_CONSTANT_CONSTRAINTS and len(values) <= MAX_CONSTANT_CONSTRAINTS
+    values = _constant_values(nodes)
+    return (values is not None and len(nodes) <= MAX_CONSTANT_CONSTRAINTS
+            and len(set().union(*values)) <= MAX_CONSTANT_CONSTRAINTS)
 
 
 def _with_member_group(spec: Spec, group: MemberGroup) -> Spec:
@@ -2066,10 +2203,56 @@ def _group_by_names(group: "_Presence | _Dependency", raw: list[bytes]) -> tuple
                               for branch, out in zip(group.branches, group.excluded)))
 
 
-def _key_count(members: list[tuple[str, RegexNode, bool]], extras: list[tuple[RegexNode, RegexNode]]) -> int | None:
-    """How many keys an object may hold: its listed members and the keys its extra classes
-    take (:data:`GOES_ON` for unboundedly many; None when a class's keys cannot be counted)."""
-    count = len(members)
+def _chosen_classes(members: list[tuple[str, RegexNode, bool]], groups: list["_Presence | _Dependency"],
+                    positions: list[int], combination: tuple) -> tuple[list, list]:
+    """The members and groups of one loop of ``SchemaEmitter._loops_by_class``: the member at
+    each of ``positions`` required with its value in the chosen class (a ``(language,
+    branches ruled out by group)`` pair), or left out (None); the groups resolved."""
+    chosen, ruled_out, absent = list(members), {}, set()
+    for position, choice in zip(positions, combination):
+        key = members[position][0]
+        if choice is None:
+            chosen[position] = (key, NOTHING, False)
+            absent.add(position)
+            continue
+        tree, out = choice
+        chosen[position] = (key, tree, True)
+        for group, branches in out.items():
+            ruled_out[group] = ruled_out.get(group, frozenset()) | branches
+    resolved = [group.resolved(ruled_out.get(index, frozenset()), absent) for index, group in enumerate(groups)
+                if not (isinstance(group, _Dependency) and group.key in absent)]
+    return chosen, resolved
+
+
+def _member_rule(spec: Spec, members: list[tuple[str, RegexNode, bool]], extra_keys: int | None,
+                 groups: list["_Presence | _Dependency"]) -> MemberRule | None:
+    """What the matcher checks of an any-order object (see ``SchemaEmitter._any_order_call``;
+    ``extra_keys``: :func:`_extra_key_count`), or None where a name search cannot see
+    every failure: keys that cannot be counted, ``maxProperties`` below the keys the
+    object may hold, more than :data:`MAX_GROUP_NAMES` names to search."""
+    keys = _key_count(members, extra_keys)
+    if keys is None or (keys != GOES_ON and keys < spec.min_properties):
+        return None
+    if spec.max_properties is not None and (keys == GOES_ON or keys > spec.max_properties):
+        return None
+    raw = [key[1:-1].encode() for key, _, _ in members]
+    rule = MemberRule(frozenset(name for name, (_, _, required) in zip(raw, members) if required),
+                      spec.min_properties, keys, tuple(_group_by_names(group, raw) for group in groups))
+    return None if len(rule.searched) > MAX_GROUP_NAMES else rule
+
+
+def _key_count(members: list[tuple[str, RegexNode, bool]], extra_keys: int | None) -> int | None:
+    """How many keys an object may hold: its listed members (but those left out, of no
+    value) and ``extra_keys`` (:func:`_extra_key_count`)."""
+    if extra_keys is None or extra_keys == GOES_ON:
+        return extra_keys
+    return sum(value is not NOTHING for _, value, _ in members) + extra_keys
+
+
+def _extra_key_count(extras: list[tuple[RegexNode, RegexNode]]) -> int | None:
+    """How many keys an object's extra classes take (:data:`GOES_ON` for unboundedly many;
+    None when a class's keys cannot be counted)."""
+    count = 0
     for names, _ in extras:
         found = string_values(names.dfa) if isinstance(names, Automaton) else None
         if found is None:
