@@ -280,7 +280,7 @@ class Compiler:
         key = ("json_schema", text, options)
         compiled = self._memory_get(key)
         if compiled is None:
-            disk_key = content_key("json-schema-dfa-9", text, repr(options))
+            disk_key = content_key("json-schema-dfa-10", text, repr(options))
             stored = self._disk.load("dfa", disk_key)
             if stored is not None and {"trans", "accepting", "start", "notes", "counted", "unique", "members"} <= stored.keys():
                 language = _stored_language(stored)
