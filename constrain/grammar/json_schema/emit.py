@@ -1679,17 +1679,21 @@ class _ValueClasses:
 
     def possible(self) -> list[dict[int, frozenset[int]]]:
         """What each class over every constraint may rule out, by group, before any class is
-        built: one per set of constraints met, but for constants only sets whose values
-        meet (an upper bound: some of them may hold no value)."""
+        built: one per set of constraints met (for constants, the sets some listed value
+        meets, and none): an upper bound, as some of them may hold no value."""
         count = len(self.kinds)
         values = _constant_values(self._nodes) if self._nodes is not None else None
+        if values is None:
+            met_sets = {frozenset(k for k in range(count) if bits[k])
+                        for bits in itertools.product((True, False), repeat=count)}
+        else:
+            met_sets = {frozenset(k for k in range(count) if value in values[k]) for value in set().union(*values)}
+            met_sets.add(frozenset())
         found = []
-        for met in itertools.product((True, False), repeat=count):
-            if values is not None and sum(met) > 1 and not set.intersection(*(values[k] for k in range(count) if met[k])):
-                continue
+        for met in met_sets:
             ruled_out: dict[int, set[int]] = {}
             for k in range(count):
-                if not met[k]:
+                if k not in met:
                     for group, branch in self.kinds[k]:
                         ruled_out.setdefault(group, set()).add(branch)
             found.append({group: frozenset(out) for group, out in ruled_out.items()})
