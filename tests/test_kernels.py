@@ -169,12 +169,12 @@ def test_pack_sets_high_bit_and_clears_padding():
 
 
 @pytest.mark.parametrize("count", [1, 31, 32, 33, 95])
-def test_cleared_bits_flags_exactly_the_disallowed_tokens(count):
+def test_disallowed_tokens_flags_exactly_the_cleared_bits(count):
     """The accelerator form of the mask agrees with the plain-Python reference per row."""
-    from constrain.kernels.bitmask import cleared_bits
+    from constrain.kernels.bitmask import disallowed_tokens
 
     bitmask = random_bitmask(4, 3, 0.5, seed=count)
-    flags = cleared_bits(bitmask, count)
+    flags = disallowed_tokens(bitmask, count)
     assert flags.shape == (4, count) and flags.dtype == torch.bool
     for row in range(4):
         expected = ~reference_allowed(bitmask[row].tolist(), count)

@@ -33,7 +33,7 @@ __all__ = [
     "INT_VIEW_DTYPES",
     "neg_inf_bits",
     "expand_bits",
-    "cleared_bits",
+    "disallowed_tokens",
     "prepare_apply",
 ]
 
@@ -245,7 +245,7 @@ def _word_bits(device: torch.device) -> torch.Tensor:
     return _bit_weights(device).to(torch.int32)
 
 
-def cleared_bits(bitmask: torch.Tensor, count: int) -> torch.Tensor:
+def disallowed_tokens(bitmask: torch.Tensor, count: int) -> torch.Tensor:
     """Bool ``[..., count]``, true where a token's bit is clear (the token is disallowed).
 
     Two elementwise ops (an AND with each word's bit, a compare) and no gather: the form

@@ -11,7 +11,7 @@ Python loop over tokens or words.  On the CPU this is ~10x faster than ``masked_
 with a bool mask (which torch does not vectorize), but it still allocates one integer per
 token, so numba (CPU) and triton (CUDA) are faster.  On other devices the table gather
 is the slow part, so they take ``masked_fill_`` with a mask from two elementwise ops
-(:func:`constrain.kernels.bitmask.cleared_bits`), as do logits that require grad (so
+(:func:`constrain.kernels.bitmask.disallowed_tokens`), as do logits that require grad (so
 that autograd sees the write).
 """
 
@@ -22,7 +22,7 @@ import torch
 from constrain.kernels.bitmask import (
     BITS_PER_WORD,
     INT_VIEW_DTYPES,
-    cleared_bits,
+    disallowed_tokens,
     expand_bits,
     neg_inf_bits,
 )
@@ -51,7 +51,7 @@ def _blend_neg_inf(logits: torch.Tensor, bitmask: torch.Tensor) -> None:
 
 def _fill_neg_inf(logits: torch.Tensor, bitmask: torch.Tensor) -> None:
     """``masked_fill_`` variant of :func:`_blend_neg_inf`: autograd sees it; ~10x slower on CPU."""
-    logits.masked_fill_(cleared_bits(bitmask, logits.shape[1]), float("-inf"))
+    logits.masked_fill_(disallowed_tokens(bitmask, logits.shape[1]), float("-inf"))
 
 
 def _mask_block(logits: torch.Tensor, bitmask: torch.Tensor) -> None:

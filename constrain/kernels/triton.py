@@ -11,9 +11,10 @@ effect, the way the fastest CUDA kernels work on packed vectors:
 Every load and store mask is constant along a word, so triton emits wide vector
 accesses.  The logits are read and written as integers of their width (``-inf`` is a
 bit pattern), which is exact for every float dtype and needs no float constant of the
-logits' type (triton's CPU interpreter cannot build a bfloat16 one).  A first version stored ``-inf`` element by element under a per-token mask:
-the predicated scalar stores cost 1.5x a full read and write of the row on an H100 (see
-BENCHMARKS.md).  The grid covers ``ceil(V' / 32)`` words, i.e. the whole logits row,
+logits' type (triton's CPU interpreter cannot build a bfloat16 one).  A first version
+stored ``-inf`` element by element under a per-token mask: the predicated scalar stores
+cost 1.5x a full read and write of the row on an H100 (see BENCHMARKS.md).  The grid
+covers ``ceil(V' / 32)`` words, i.e. the whole logits row,
 even when the bitmask is narrower: words past the bitmask's width load as ``0`` (every
 token disallowed), which masks padded vocabulary ids; columns past ``V'`` are never
 touched, so extra bits are ignored.

@@ -89,10 +89,10 @@ RESERVED_SYMBOLS = 2
 #: Array items are a callee from this maxItems on, when the copies would pass ITEMS_CALL_STATES.
 ITEMS_CALL_MIN = 16
 ITEMS_CALL_STATES = 20_000
-#: uniqueItems is exact over items of at most this many distinct values (the set written is the state: 2**k).
 #: Enums of at most this many values are checked value by value (jsonschema) against another
 #: ``oneOf`` branch's schema for the same member, to find branches that are apart.
 MAX_ENUM_CHECKED = 32
+#: uniqueItems is exact over items of at most this many distinct values (the set written is the state: 2**k).
 MAX_DISTINCT_VALUES = 8
 #: ... spelled in at most this many texts in all (a value may have several spellings).
 MAX_DISTINCT_TEXTS = 64
@@ -955,15 +955,18 @@ class SchemaEmitter:
         if self._class_splits_off:
             return None
         positions = sorted(variants)
+
+        def absence(p: int) -> list[None]:
+            return [] if members[p][2] else [None]  # a required member is never left out
+
         # First on names alone, over what each class may rule out: no class is built
         # where the loops would be too many.
-        possible = [[(members[p][1], out) for out in variants[p].possible()] + ([] if members[p][2] else [None])
-                    for p in positions]
+        possible = [[(members[p][1], out) for out in variants[p].possible()] + absence(p) for p in positions]
         if math.prod(map(len, possible)) > MAX_CLASS_CHOICES:
             return None
         if self._feasible_choices(spec, members, extras, groups, positions, possible, MAX_CLASS_LOOPS) is None:
             return None
-        choices = [variants[p].every_class() + ([] if members[p][2] else [None]) for p in positions]
+        choices = [variants[p].every_class() + absence(p) for p in positions]
         loops = self._feasible_choices(spec, members, extras, groups, positions, choices, MAX_CLASS_LOOPS)
         if loops is None:
             return None
@@ -1689,15 +1692,15 @@ class _ValueClasses:
         else:
             met_sets = {frozenset(k for k in range(count) if value in values[k]) for value in set().union(*values)}
             met_sets.add(frozenset())
-        found = []
-        for met in met_sets:
-            ruled_out: dict[int, set[int]] = {}
-            for k in range(count):
-                if k not in met:
-                    for group, branch in self.kinds[k]:
-                        ruled_out.setdefault(group, set()).add(branch)
-            found.append({group: frozenset(out) for group, out in ruled_out.items()})
-        return found
+        return [self._ruled_out(k for k in range(count) if k not in met) for met in met_sets]
+
+    def _ruled_out(self, failed) -> dict[int, frozenset[int]]:
+        """The branches, by group, that failing the constraints ``failed`` rules out."""
+        ruled_out: dict[int, set[int]] = {}
+        for k in failed:
+            for group, branch in self.kinds[k]:
+                ruled_out.setdefault(group, set()).add(branch)
+        return {group: frozenset(out) for group, out in ruled_out.items()}
 
     def options(self, status: tuple) -> tuple[tuple[int, ...], list[tuple[RegexNode, dict[int, frozenset[int]]]] | None]:
         """The constraints relevant in member-graph state ``status`` (group states, member
@@ -1715,14 +1718,7 @@ class _ValueClasses:
 
     def _classes(self, relevant: tuple[int, ...]) -> list[tuple[RegexNode, dict[int, frozenset[int]]]]:
         if relevant not in self._memo:
-            options = []
-            for tree, failed in self._build(relevant):
-                ruled_out: dict[int, set[int]] = {}
-                for k in failed:
-                    for group, branch in self.kinds[k]:
-                        ruled_out.setdefault(group, set()).add(branch)
-                options.append((tree, {group: frozenset(out) for group, out in ruled_out.items()}))
-            self._memo[relevant] = options
+            self._memo[relevant] = [(tree, self._ruled_out(failed)) for tree, failed in self._build(relevant)]
         return self._memo[relevant]
 
 
