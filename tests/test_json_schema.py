@@ -1205,6 +1205,9 @@ _MEMBER_WISE = [
     # A branch that is a reference.
     {"$defs": {"num": {"properties": {"a": _NUMBER}, "required": ["a"]}},
      "oneOf": [{"$ref": "#/$defs/num"}, {"properties": {"a": {"type": "string"}, "b": {}}, "required": ["b"]}]},
+    # A member both an `if` and its `then` constrain: failing the `if` lets the `else` stand
+    # in for a failed `then` (1.5 is valid), so the `then` is no forced constraint.
+    {"type": "object", "if": {"properties": {"a": {"type": "integer"}}}, "then": {"properties": {"a": {"minimum": 5}}}},
     # Two groups on the same members, and extra members beside them.
     {"type": "object", "properties": {"x": {"type": "integer"}},
      "oneOf": [{"properties": {"a": _NUMBER}}, {"properties": {"a": {"type": "string"}}}],
@@ -1221,11 +1224,26 @@ def test_member_wise_one_of_is_exact(schema, monkeypatch):
     to three names (refusals only out of the documented order)."""
     import constrain.grammar.json_schema.emit as emit
 
-    routes = []
-    original = emit._member_wise
-    monkeypatch.setattr(emit, "_member_wise", lambda *args: routes.append(original(*args)) or routes[-1])
+    routes = _member_wise_routes(monkeypatch)
     dfa = schema_to_dfa(schema).automaton
     assert any(routes)
+    _assert_exact_over_members(schema, dfa)
+
+
+def _member_wise_routes(monkeypatch) -> list[bool]:
+    """What each member-group candidate was found (see ``emit._member_wise``), in call order."""
+    import constrain.grammar.json_schema.emit as emit
+
+    routes: list[bool] = []
+    original = emit._member_wise
+    monkeypatch.setattr(emit, "_member_wise", lambda *args: routes.append(original(*args)) or routes[-1])
+    return routes
+
+
+def _assert_exact_over_members(schema, dfa) -> None:
+    """``dfa`` against jsonschema over objects of up to three of the names a, b, c, x with
+    values drawn from ``_MEMBER_VALUES``, in every order (valid ones accepted in schema
+    order), and over scalars."""
     rng = random.Random(json.dumps(schema))
     order = key_order(schema.get("not", schema))  # a product's kept side writes the negated side's slots
     for size in range(4):
@@ -1239,6 +1257,79 @@ def test_member_wise_one_of_is_exact(schema, monkeypatch):
                     assert accepted, value
     for scalar in (1, "s", None, []):
         assert dfa.matches(text_of(scalar).encode()) == is_valid(schema, scalar), scalar
+
+
+def _tagged_conditionals(properties: dict) -> dict:
+    """Five conditionals on the tag ``a``, each giving member ``b`` another schema (with
+    ``a`` left out every ``if`` holds, and no ``b`` meets all five)."""
+    constraints = [{"type": "number"}, {"type": "string"}, {"maximum": 1}, {"type": "object", "required": ["x"]},
+                   {"type": "array"}]
+    return {"type": "object", "properties": properties,
+            "allOf": [{"if": {"properties": {"a": {"const": i}}}, "then": {"properties": {"b": constraint}}}
+                      for i, constraint in enumerate(constraints, 1)]}
+
+
+def test_conditionals_decided_before_a_member_split_none_of_its_values(monkeypatch):
+    """A ``then`` constraining a member written after every name its ``if`` involves is
+    decided there: it must hold, or no longer matters.  So five conditionals on a tag,
+    each constraining one member another way, stay member groups (more than
+    ``MAX_MEMBER_CONSTRAINTS`` constraints that could split the member's values were a
+    product of whole objects, JsonSchemaStore minecraft-predicate: 100 s), exact
+    against jsonschema.  With the member before the tag they could split it: refused."""
+    import constrain.grammar.json_schema.emit as emit
+
+    routes = _member_wise_routes(monkeypatch)
+    schema = _tagged_conditionals({"a": {"enum": [1, 2, 3, 4, 5, "s"]}})
+    with monkeypatch.context() as patch:  # a forced constraint is merged in, never negated
+        patch.setattr(emit.SchemaEmitter, "_minus", lambda *args: pytest.fail("a product was built"))
+        dfa = schema_to_dfa(schema).automaton
+    assert routes and all(routes)
+    _assert_exact_over_members(schema, dfa)
+    routes.clear()
+    schema_to_dfa(_tagged_conditionals({"b": {}, "a": {"enum": [1, 2, 3, 4, 5, "s"]}}))
+    assert not all(routes)
+
+
+def test_a_constraint_the_member_schema_implies_splits_nothing(monkeypatch):
+    """A ``then`` repeating a member's own schema (a wider type, the same recursive
+    reference) before the tag is written: no value fails it, so no class negating the
+    recursive definition is built (a product past the state limit in JsonSchemaStore
+    minecraft-predicate); exact against jsonschema on nested values."""
+    import constrain.grammar.json_schema.emit as emit
+
+    schema = {"$ref": "#/$defs/r", "$defs": {"r": {
+        "type": "object",
+        "properties": {"m": {"type": ["integer", "object"], "$ref": "#/$defs/r"}, "k": {"enum": ["u", "v"]}},
+        "allOf": [{"if": {"properties": {"k": {"const": "u"}}},
+                   "then": {"properties": {"m": {"type": ["number", "object"], "$ref": "#/$defs/r"}}}}]}}}
+    monkeypatch.setattr(emit.SchemaEmitter, "_minus", lambda *args: pytest.fail("a product was built"))
+    dfa = schema_to_dfa(schema).automaton
+    values = [{}, {"k": "u"}, {"m": 1, "k": "u"}, {"m": 1.5, "k": "v"}, {"m": {"m": 2, "k": "u"}, "k": "v"},
+              {"m": {"m": {"k": "w"}}}, {"m": {"m": {"m": 3}, "k": "u"}, "k": "u"}, {"m": "s"}, {"k": "u", "m": 1}]
+    for value in values:
+        in_order = list(value) == [n for n in ("m", "k") if n in value]
+        assert dfa.matches(text_of(value).encode()) == (is_valid(schema, value) and in_order), value
+
+
+@pytest.mark.parametrize("base, constraint, draft, implied", [
+    ({"type": ["integer", "object"], "$ref": "#/r"}, {"type": ["number", "object"], "$ref": "#/r"}, 2020, True),
+    ({"type": "integer", "minimum": 1}, {"minimum": 1}, 2020, True),
+    ({"type": "integer", "minimum": 1}, {"minimum": 2}, 2020, False),
+    ({"type": "number"}, {"type": "integer"}, 2020, False),
+    ({"$ref": "#/r"}, {"$ref": "#/s"}, 2020, False),
+    # Before 2019-09 a reference hides its siblings: the base says nothing of its type.
+    ({"type": "integer", "$ref": "#/r"}, {"type": "number"}, 7, False),
+    ({"type": "integer", "$ref": "#/r"}, {"type": "string", "$ref": "#/r"}, 7, True),
+    ({"type": "integer"}, False, 2020, False),
+    ({"type": "integer"}, True, 2020, True),
+])
+def test_implied_constraints(base, constraint, draft, implied):
+    """Which member constraints the member's own schema implies keyword by keyword."""
+    from constrain.grammar.json_schema.document import Loc
+    from constrain.grammar.json_schema.emit import _implied
+
+    assert _implied([Loc(base, "/p", "urn:x", draft)], Loc(constraint, "/q", "urn:x", draft), draft) is implied
+    assert not _implied([Loc(base, "/p", "urn:y", draft)], Loc({"minimum": 1}, "/q", "urn:x", draft), draft)
 
 
 @pytest.mark.parametrize("schema, order", [

@@ -74,6 +74,33 @@ def test_texts_are_accepted_exactly_when_the_items_are_distinct(name):
     assert verdicts[True] >= 16 and verdicts[False] > 50
 
 
+def test_an_array_past_the_narrow_call_symbols_takes_a_wide_one(llama3_compiler, infos):
+    """Shared and recursive definitions may take all ten narrow call symbols
+    (JsonSchemaStore jsconfig, project-1.0.0-rc2): the array of distinct strings then
+    takes a wide one, as member loops do, where it was refused; exact on texts, and
+    the token closing a repeat is masked."""
+    from constrain.automata.pushdown import WIDE_SYMBOLS
+
+    defs = {f"d{i}": {"type": "object", "properties": {f"k{j}": {"type": "integer"} for j in range(25)}} for i in range(8)}
+    defs.update({f"r{i}": {"type": "object", "properties": {"next": {"$ref": f"#/$defs/r{i}"}}} for i in range(2)})
+    schema = {"$defs": defs, "type": "object",
+              "properties": {**{f"{c}{d}": {"$ref": f"#/$defs/{d}"} for c in "pqs" for d in defs}, "tags": TAGS}}
+    language = schema_to_dfa(schema)
+    assert list(language.unique) == [WIDE_SYMBOLS[0]] and len(language.recursive) == 11
+    validator = jsonschema.Draft202012Validator(schema)
+    for items in _candidates(TAGS)[::5]:
+        for value in ({"tags": items}, {"pd0": {"k1": 1}, "tags": items}):
+            text = json.dumps(value, ensure_ascii=False)
+            assert language.automaton.matches(text.encode()) == validator.is_valid(value), text
+    matcher = Matcher(llama3_compiler.compile_json_schema(schema))
+    assert isinstance(matcher.compiled.engine, UniqueItemsTokenPDA)
+    assert matcher.accept_bytes('{"tags": ["hello", "world", "hello')
+    words = matcher.next_token_mask_words()
+    ids = {data: token for token, data in enumerate(infos("llama-3").token_bytes)}
+    for data, allowed in ((b'"', False), (b'"]', False), (b'!"', True)):
+        assert bool(words[ids[data] >> 5] >> (ids[data] & 31) & 1) == allowed, data
+
+
 def test_strict_mode_still_refuses_what_the_matcher_cannot_keep_distinct():
     numbers = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
     mixed = {"type": "array", "items": {"type": ["string", "null"]}, "uniqueItems": True}

@@ -54,6 +54,11 @@ class DiskCache:
     def __init__(self, directory: str | os.PathLike | None) -> None:
         self.directory = Path(directory) if directory is not None else None
 
+    @property
+    def enabled(self) -> bool:
+        """Whether entries are kept at all (a caller may skip building what it would store)."""
+        return self.directory is not None
+
     def _path(self, namespace: str, key: str) -> Path:
         assert self.directory is not None
         return self.directory / namespace / f"{key}.npz"

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cached_property, lru_cache, partial
+from collections.abc import Callable
 from typing import Any, Iterator
 
 import numpy as np
@@ -312,6 +313,12 @@ class SchemaEmitter:
             keys.append(loc.key)
         return tuple(dict.fromkeys(keys))
 
+    def _wide_symbol(self) -> int:
+        """The next wide call symbol (member loops; unique arrays once the narrow ones are
+        taken: the ten narrow symbols go to shared definitions first)."""
+        self._member_ids += 1
+        return WIDE_SYMBOLS[self._member_ids - 1]
+
     def _free_callee_symbol(self) -> int | None:
         """A call symbol for a recursive callee: from the top of :data:`COUNTED_SYMBOLS`
         down, above those the counted strings have taken (they take theirs from the bottom)."""
@@ -591,7 +598,7 @@ class SchemaEmitter:
                 # Split by type: branches apart for objects (required tags) but not for the
                 # scalars they all let through need no product over their objects.
                 return alt(self.spec_tree(_typed(spec, apart), chain), self.spec_tree(_typed(spec, possible - apart), chain))
-        moved = None if unevaluated else self._member_group(group, "oneOf", rest.presence)
+        moved = None if unevaluated else self._member_group(group, "oneOf", rest)
         if moved is not None:
             # Branches that only constrain members: rules of the object's member graph
             # (_Presence with value classes), not a product of whole objects.
@@ -681,7 +688,7 @@ class SchemaEmitter:
     def _conditional(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
         loc, base = spec.conditionals[0], spec.without(conditionals=spec.conditionals[1:])
         moved = None if base.unevaluated_properties or base.unevaluated_items else self._member_group(
-            loc, "if", base.presence)
+            loc, "if", base)
         if moved is not None:
             # if/then/else that only constrain members ("if kind is x then y is required"):
             # a rule of the member graph, not products of whole objects (chains of them
@@ -735,7 +742,7 @@ class SchemaEmitter:
             # member graph (n dependencies were 2**n copies of the object).
             then = loc.child(keyword, key)
             condition = Loc({"type": "object", "required": [key]}, then.pointer, then.base, then.draft)
-            moved = self._member_group(loc, "if", base.presence, [condition, then, None], {keyword: {key: then.node}})
+            moved = self._member_group(loc, "if", base, [condition, then, None], {keyword: {key: then.node}})
             if moved is not None:
                 return self.spec_tree(_with_member_group(base, moved), chain)
         absent = copy_spec(base)
@@ -854,12 +861,7 @@ class SchemaEmitter:
         names_dfa = self._property_names_dfa(spec, chain)
         members: list[tuple[str, RegexNode, bool]] = []
         slots = spec.slots
-        slotted = set(slots.names)
-        listed = list(slots.names) + [p for p in _properties_with_groups(spec) if p not in slotted]
-        named = set(listed)
-        listed += [name for name in spec.required if name not in named]
-        named = set(listed)
-        listed += [name for name in dict.fromkeys(_presence_names(spec) + _dependency_names(spec)) if name not in named]
+        listed = _member_names(spec)
         for name in listed:
             value = self.value_of(self._locs_for_key(spec, name), chain, slots.member(name))
             key_text = encoded_string(name)
@@ -929,8 +931,7 @@ class SchemaEmitter:
         key = ("members", _digest(dfa), repr(rule))
         if key in self._callee_symbols:
             return self._call_of(key)
-        symbol = self._callee_symbols[key] = WIDE_SYMBOLS[self._member_ids]
-        self._member_ids += 1
+        symbol = self._callee_symbols[key] = self._wide_symbol()
         self.callees[symbol] = dfa
         self.member_rules[symbol] = rule
         self.sizes.append(((spec.sources[0].pointer if spec.sources else "") or "#", dfa.num_states))
@@ -955,6 +956,8 @@ class SchemaEmitter:
         if self._class_splits_off:
             return None
         positions = sorted(variants)
+        if any(variants[p].splits_widely() for p in positions):
+            return None  # every class is built: 2**k of them for k constraints (the schema-order graph builds few)
 
         def absence(p: int) -> list[None]:
             return [] if members[p][2] else [None]  # a required member is never left out
@@ -1010,9 +1013,9 @@ class SchemaEmitter:
         return variants
 
     def _value_classes(self, base: list[Loc], kinds: list[Loc], chain: tuple[str, ...], slots: Slots,
-                       relevant: tuple[int, ...]) -> list[tuple[RegexNode, tuple[int, ...]]]:
-        """The values of ``base`` split by which of the ``relevant`` constraints they meet:
-        ``(language, constraints failed)`` per non-empty class.
+                       relevant: tuple[int, ...], forced: tuple[int, ...] = ()) -> list[tuple[RegexNode, tuple[int, ...]]]:
+        """The values of ``base`` split by which of the ``relevant`` constraints they meet,
+        those ``forced`` met by all: ``(language, constraints failed)`` per non-empty class.
 
         A class is ``base`` with the constraints it meets merged in and the others
         negated (a product only where a constraint is more than a type or a constant).
@@ -1020,8 +1023,13 @@ class SchemaEmitter:
         constants for one member (``if: {"properties": {"kind": {"const": ...}}}`` per
         variant) make ``k + 1`` classes, not ``2**k``.
         """
-        classes: list[tuple[tuple[int, ...], tuple[int, ...], RegexNode]] = [((), (), EMPTY)]  # (relevant: not empty)
-        for k in relevant:
+        # A constraint the base implies splits nothing: no value of the member fails it.
+        free = [k for k in relevant if k not in forced and not _implied(base, kinds[k], self.doc.draft)]
+        if not free:
+            tree = self._class_tree(base, [kinds[i] for i in forced], [], chain, slots)
+            return [] if tree is NOTHING else [(tree, ())]
+        classes: list[tuple[tuple[int, ...], tuple[int, ...], RegexNode]] = [(forced, (), EMPTY)]  # (free: not empty)
+        for k in free:
             split = []
             for met, failed, _ in classes:
                 for side in ((met + (k,), failed), (met, failed + (k,))):
@@ -1031,12 +1039,12 @@ class SchemaEmitter:
             classes = split
         return [(tree, failed) for _, failed, tree in classes]
 
-    def _member_group(self, loc: Loc, rule: str, presence: list[MemberGroup], branches: list[Loc | None] | None = None,
+    def _member_group(self, loc: Loc, rule: str, spec: Spec, branches: list[Loc | None] | None = None,
                       schema: Any = None) -> MemberGroup | None:
         """``loc``'s oneOf (``rule``) or conditional (``"if"``; or the given ``branches``
-        and the ``schema`` they stand for) as a member group, its branches' plain
-        references followed once, where it is member-wise (None otherwise: see
-        :func:`_member_wise`)."""
+        and the ``schema`` they stand for) as a member group of ``spec``'s object, its
+        branches' plain references followed once, where it is member-wise (None
+        otherwise: see :func:`_member_wise`)."""
         if branches is None:
             if rule != "if" and (not isinstance(loc.node, list) or len(loc.node) < 2):
                 return None
@@ -1048,7 +1056,7 @@ class SchemaEmitter:
                 branch = self.doc.resolve(branch, branch.node[keyword], keyword)
             followed.append(branch)
         group = MemberGroup(loc, rule, tuple(followed), schema)
-        return group if _member_wise(group, presence) else None
+        return group if _member_wise(group, spec) else None
 
     def _class_tree(self, base: list[Loc], met: list[Loc], failed: list[Loc], chain: tuple[str, ...],
                     slots: Slots) -> RegexNode:
@@ -1179,13 +1187,13 @@ class SchemaEmitter:
         item = self._inline_definitions(self._dfa(self.value_of(rest_locs, chain, slots)))
         values = None if item is None else string_values(item)
         too_few = values is not None and values != GOES_ON and values < spec.min_items
-        if values is None or too_few or not self._spare_symbols():
+        if values is None or too_few or (not self._spare_symbols() and self._member_ids >= len(WIDE_SYMBOLS)):
             return None
         graph = _items_graph([], Automaton(item), spec.min_items, spec.max_items, None, self.layout)
         array = self._dfa(seq(self.layout.opening("["), graph, self.layout.closing("]")))
         if array is None or not _callable(array):
             return None
-        symbol = self._callee_symbols[key] = self._free_callee_symbol()
+        symbol = self._callee_symbols[key] = self._free_callee_symbol() if self._spare_symbols() else self._wide_symbol()
         self.callees[symbol] = array
         self.unique_symbols[symbol] = values
         self.sizes.append(((spec.unique_items.pointer or "#"), array.num_states))
@@ -1624,7 +1632,8 @@ def _members_graph(members, extras, min_props: int, max_props: int | None, layou
             source = ("at", position, count, status)
             if max_props is None or count < max_props:
                 target = min(count + 1, cap)
-                relevant, options = variants[position].options(status) if position in variants else ((), None)
+                relevant, options = variants[position].options(status, partial(
+                    _holds_past, groups, status, position)) if position in variants else ((), None)
                 if options is None:  # no constraint on the member is relevant here
                     options = [(value, None)]
                 for index, (tree, ruled_out) in enumerate(options):
@@ -1694,6 +1703,12 @@ class _ValueClasses:
             met_sets.add(frozenset())
         return [self._ruled_out(k for k in range(count) if k not in met) for met in met_sets]
 
+    def splits_widely(self) -> bool:
+        """Whether the constraints, all split on, make more than 2**MAX_MEMBER_CONSTRAINTS
+        classes (constants and enums aside: one class per value)."""
+        nodes = self._nodes if self._nodes is not None else [None] * len(self.kinds)
+        return len(self.kinds) > MAX_MEMBER_CONSTRAINTS and not _few_constants(nodes)
+
     def _ruled_out(self, failed) -> dict[int, frozenset[int]]:
         """The branches, by group, that failing the constraints ``failed`` rules out."""
         ruled_out: dict[int, set[int]] = {}
@@ -1702,24 +1717,51 @@ class _ValueClasses:
                 ruled_out.setdefault(group, set()).add(branch)
         return {group: frozenset(out) for group, out in ruled_out.items()}
 
-    def options(self, status: tuple) -> tuple[tuple[int, ...], list[tuple[RegexNode, dict[int, frozenset[int]]]] | None]:
+    def options(self, status: tuple, holds: Callable[[int, frozenset[int]], bool]) -> tuple[
+            tuple, list[tuple[RegexNode, dict[int, frozenset[int]]]] | None]:
         """The constraints relevant in member-graph state ``status`` (group states, member
         groups first), and the classes over them, each with the branches it rules out
-        (none where no constraint is relevant: the member's own value then)."""
+        (none where no constraint is relevant: the member's own value then); the first
+        item names the classes (equal names, equal classes).
+
+        A relevant constraint is forced where failing it leaves some group unable to
+        hold whatever the member's other constraints do (``holds(group, ruled out)``
+        says for one group): every value written here must meet it, so it is merged in,
+        not split on.  After ``"conditions": "minecraft:match_tool"`` the ``then`` of
+        that conditional must hold, and with the tag left out every ``then`` must: 2**k
+        classes where one is used (JsonSchemaStore minecraft-predicate, a ``predicate``
+        member four conditionals constrain)."""
         relevant = tuple(k for k, pairs in enumerate(self.kinds)
                          if any(branch in status[group][1] for group, branch in pairs))
         if not relevant:
-            return relevant, None
-        return relevant, self._classes(relevant)
+            return (), None
+        forced = tuple(k for k in relevant if self._forced(k, relevant, holds))
+        return (relevant, forced), self._classes(relevant, forced)
+
+    def _forced(self, k: int, relevant: tuple[int, ...], holds: Callable[[int, frozenset[int]], bool]) -> bool:
+        """Whether failing constraint ``k`` leaves a group unable to hold with any of the
+        other relevant constraints on it failed too.  Not monotone, hence every subset:
+        in a ``oneOf`` failing more branches may spare two from both holding, and failing
+        an ``if`` lets its ``else`` stand in for a failed ``then``."""
+        for group in {g for g, _ in self.kinds[k]}:
+            others = [j for j in relevant if j != k and any(g == group for g, _ in self.kinds[j])]
+            if len(others) > MAX_FORCING_OTHERS:
+                continue
+            subsets = itertools.chain.from_iterable(itertools.combinations(others, r) for r in range(len(others) + 1))
+            if not any(holds(group, self._ruled_out([k, *failed]).get(group, frozenset())) for failed in subsets):
+                return True
+        return False
 
     def every_class(self) -> list[tuple[RegexNode, dict[int, frozenset[int]]]]:
         """The classes over every constraint (see :meth:`options`)."""
-        return self._classes(tuple(range(len(self.kinds))))
+        return self._classes(tuple(range(len(self.kinds))), ())
 
-    def _classes(self, relevant: tuple[int, ...]) -> list[tuple[RegexNode, dict[int, frozenset[int]]]]:
-        if relevant not in self._memo:
-            self._memo[relevant] = [(tree, self._ruled_out(failed)) for tree, failed in self._build(relevant)]
-        return self._memo[relevant]
+    def _classes(self, relevant: tuple[int, ...], forced: tuple[int, ...]) -> list[
+            tuple[RegexNode, dict[int, frozenset[int]]]]:
+        key = (relevant, forced)
+        if key not in self._memo:
+            self._memo[key] = [(tree, self._ruled_out(failed)) for tree, failed in self._build(relevant, forced)]
+        return self._memo[key]
 
 
 @dataclass(frozen=True)
@@ -1865,6 +1907,12 @@ class _Dependency:
         return self.key not in used or (None not in self.needed and set(self.needed) <= used)
 
 
+def _holds_past(groups: list["_Presence | _Dependency"], status: tuple, position: int, index: int,
+                ruled_out: frozenset[int]) -> bool:
+    """Whether rule ``index`` can still hold past a value written at ``position`` that rules out its branches ``ruled_out``."""
+    return groups[index].step(status[index], position, True, ruled_out) is not None
+
+
 def _stepped(groups: list["_Presence | _Dependency"], status: tuple, position: int, written: bool,
              ruled_out: dict[int, frozenset[int]] | None = None) -> tuple | None:
     """Each rule's state past member ``position`` (``ruled_out``: by rule index, the
@@ -1927,6 +1975,66 @@ def _presence_positions(spec: Spec, where: dict[str, int]) -> list[_Presence]:
             excluded.append(_positions(_excluded_names(branch), where))  # a name not written is not there
         groups.append(_Presence(tuple(branches), group.rule, tuple(constrained), tuple(excluded)))
     return groups
+
+
+def _implied(base: list[Loc], constraint: Loc, draft: int) -> bool:
+    """Whether the ``base`` schemas imply ``constraint`` by their keywords alone: each
+    keyword in force in it is one some base schema (of the same base URI) holds alike,
+    the same reference or an equal value, or a type list covering the base's.
+
+    A member often repeats its own schema in a group's branch (``"max": {"type":
+    ["integer", "object"], "$ref": "#/definitions/numberProvider"}`` beside a ``then``
+    giving it ``["number", "object"]`` and the same reference: JsonSchemaStore
+    minecraft-predicate); the class failing it holds no value, and building it is a
+    product with a negated recursive definition."""
+    wanted = _keywords_in_force(constraint.node, draft)
+    if wanted is None:
+        return False
+    held = [kept for loc in base if loc.base == constraint.base
+            and (kept := _keywords_in_force(loc.node, draft)) is not None]
+    for keyword, value in wanted.items():
+        if keyword == "type":
+            if not any("type" in kept and _types_within(kept["type"], value) for kept in held):
+                return False
+        elif not any(keyword in kept and kept[keyword] == value for kept in held):
+            return False
+    return True
+
+
+def _keywords_in_force(node: Any, draft: int) -> dict | None:
+    """A schema's keywords that constrain values (before 2019-09 a reference hides its
+    siblings); None for ``false`` or what is not a schema object."""
+    if node is True:
+        return {}
+    if not isinstance(node, dict):
+        return None
+    keyword = ref_keyword(node)
+    if keyword is not None and draft <= 7:
+        return {keyword: node[keyword]}
+    return {k: v for k, v in node.items() if k not in ANNOTATION_KEYWORDS}
+
+
+def _types_within(inner: Any, outer: Any) -> bool:
+    """Whether every type the ``type`` value ``inner`` names is one of ``outer``'s (an integer is a number)."""
+    inner_types = {inner} if isinstance(inner, str) else set(inner) if isinstance(inner, list) else None
+    outer_types = {outer} if isinstance(outer, str) else set(outer) if isinstance(outer, list) else None
+    if inner_types is None or outer_types is None:
+        return False
+    if "number" in outer_types:
+        outer_types.add("integer")
+    return inner_types <= outer_types
+
+
+def _member_names(spec: Spec) -> list[str]:
+    """The names an object's member list holds, in schema order: the shared slots' names,
+    the listed properties (with member groups' names where their combinators stand),
+    names only required, then names only member groups and dependencies involve."""
+    slotted = set(spec.slots.names)
+    listed = list(spec.slots.names) + [p for p in _properties_with_groups(spec) if p not in slotted]
+    named = set(listed)
+    listed += [name for name in spec.required if name not in named]
+    named = set(listed)
+    return listed + [name for name in dict.fromkeys(_presence_names(spec) + _dependency_names(spec)) if name not in named]
 
 
 def _properties_with_groups(spec: Spec) -> list[str]:
@@ -2006,14 +2114,23 @@ _MEMBER_WISE_KEYWORDS = frozenset(("properties", "required", "type")) | ANNOTATI
 #: 2**k classes, except constants and enums, which split them by value (one class per
 #: value and one for the rest).
 MAX_MEMBER_CONSTRAINTS = 3
-MAX_CONSTANT_CONSTRAINTS = 16
+MAX_CONSTANT_CONSTRAINTS = 32
+#: Other constraints on a member from one group past which a constraint is not tried as
+#: forced (:meth:`_ValueClasses._forced` tries every subset of them).
+MAX_FORCING_OTHERS = 4
 
 
-def _member_wise(group: MemberGroup, presence: list[MemberGroup]) -> bool:
-    """Whether a group only constrains members: every branch an object schema of
-    ``properties`` and ``required`` alone (``type: "object"`` at most), and no member
-    constrained in more ways, by it and the groups already moved (``presence``), than
-    :data:`MAX_MEMBER_CONSTRAINTS` (or :func:`_few_constants`)."""
+def _member_wise(group: MemberGroup, spec: Spec) -> bool:
+    """Whether a group only constrains members of ``spec``'s object: every branch an
+    object schema of ``properties`` and ``required`` alone (``type: "object"`` at most),
+    and no member constrained in more ways that can split its values, by it and the
+    groups already moved (``spec.presence``), than :data:`MAX_MEMBER_CONSTRAINTS` (or
+    :func:`_few_constants`).
+
+    A ``then``/``else`` constraint on a member written (in the member list's order)
+    after every name its ``if`` involves splits nothing: the condition is
+    decided there, so the constraint must hold or no longer matters
+    (:meth:`_ValueClasses.options` merges it in)."""
     branches = group.nodes
     for branch in branches:
         if not isinstance(branch, dict):
@@ -2029,10 +2146,24 @@ def _member_wise(group: MemberGroup, presence: list[MemberGroup]) -> bool:
             return False
     if not any(_constrained_names(b) or b.get("required") or _excluded_names(b) for b in branches):
         return False
-    for kinds in _constraint_kinds(presence + [group]).values():
-        if len(kinds) > MAX_MEMBER_CONSTRAINTS and not _few_constants([loc.node for loc, _ in kinds]):
+    groups = spec.presence + [group]
+    where = {name: i for i, name in enumerate(_member_names(_with_member_group(spec, group)))}
+    for name, kinds in _constraint_kinds(groups).items():
+        free = [loc.node for loc, pairs in kinds
+                if not all(_decided_before(groups[g], branch, where, name) for g, branch in pairs)]
+        if len(free) > MAX_MEMBER_CONSTRAINTS and not _few_constants(free):
             return False
     return True
+
+
+def _decided_before(group: MemberGroup, branch: int, where: dict[str, int], name: str) -> bool:
+    """Whether ``branch`` of ``group`` is a conditional's ``then``/``else`` whose ``if``
+    involves only names written before ``name`` (``where``: positions by name)."""
+    if group.rule != "if" or branch == 0 or name not in where:
+        return False
+    condition = group.nodes[0]
+    involved = [*condition.get("properties", {}), *condition.get("required", []), *_excluded_names(condition)]
+    return all(where.get(other, len(where)) < where[name] for other in involved)
 
 
 def _constant_values(nodes: list[Any]) -> list[set[str]] | None:
