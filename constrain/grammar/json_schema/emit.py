@@ -2130,7 +2130,9 @@ def _member_wise(group: MemberGroup, spec: Spec) -> bool:
     A ``then``/``else`` constraint on a member written (in the member list's order)
     after every name its ``if`` involves splits nothing: the condition is
     decided there, so the constraint must hold or no longer matters
-    (:meth:`_ValueClasses.options` merges it in)."""
+    (:meth:`_ValueClasses.options` merges it in).  The order is the member list's as
+    it stands; groups moved later or a product's shared slots may still move names,
+    which only makes more classes: what splits is decided per state."""
     branches = group.nodes
     for branch in branches:
         if not isinstance(branch, dict):
