@@ -1337,6 +1337,9 @@ def test_implied_constraints(base, constraint, draft, implied):
     ({"type": "object", "properties": {"a": _NUMBER, "b": {}}, "required": ["b"],
       "not": {"allOf": [{"required": ["a"]}, {"required": ["x"]}]}}, "abx"),  # the group's names after the listed ones
     ({"properties": {"a": _NUMBER}, "not": {"type": "object", "required": ["a"]}}, "a"),
+    # `properties` that constrain nothing beside the names (Github_hard o77304).
+    ({"properties": {"a": _NUMBER, "b": {}}, "not": {"properties": {"a": {}, "b": {"title": "B"}}, "required": ["a", "b"]}},
+     "ab"),
 ])
 def test_not_of_required_names_is_a_member_group(schema, order, monkeypatch):
     """``not: {"required": [...]}`` (names that may not all be there) is a rule of the member
@@ -1361,6 +1364,8 @@ def test_not_of_required_names_is_a_member_group(schema, order, monkeypatch):
     {"properties": {"a": _NUMBER, "b": {}, "c": {}}, "oneOf": [
         {"required": ["a", "b"]}, {"required": ["c"], "not": {"type": "object", "required": ["b"]}}]},
     {"properties": {"a": _NUMBER, "b": {}, "c": {}}, "anyOf": [{"required": ["c"]}, {"not": {"required": ["a"]}}]},
+    {"properties": {"a": _NUMBER, "b": {}, "c": {}},
+     "anyOf": [{"required": ["c"]}, {"not": {"properties": {"a": True}, "required": ["a"]}}]},
     {"properties": {"a": _NUMBER, "b": {}}, "dependentSchemas": {"a": {"properties": {"b": {"not": {}}}},
                                                             "b": {"properties": {"a": False, "c": True}}}},
 ])

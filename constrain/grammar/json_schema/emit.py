@@ -2254,8 +2254,11 @@ def _exclusion_group(loc: Loc) -> MemberGroup | None:
 
 def _required_names(node: Any) -> list[str] | None:
     """The names a schema of ``required`` lists alone requires (``allOf`` of such schemas,
-    ``type: "object"`` too), else None."""
-    if not isinstance(node, dict) or set(node) - _PRESENCE_KEYWORDS - {"type", "allOf"}:
+    ``type: "object"`` and ``properties`` that constrain nothing too: ``not:
+    {"properties": {"x": {}}, "required": ["x"]}``, Github_hard o77304), else None."""
+    if not isinstance(node, dict) or set(node) - _PRESENCE_KEYWORDS - {"type", "allOf", "properties"}:
+        return None
+    if not _constrains_no_member(node.get("properties", {})):
         return None
     if node.get("type", "object") not in ("object", ["object"]):
         return None
@@ -2270,6 +2273,13 @@ def _required_names(node: Any) -> list[str] | None:
             return None
         names = names + more
     return list(dict.fromkeys(names))
+
+
+def _constrains_no_member(properties: Any) -> bool:
+    """Whether a ``properties`` value holds only schemas every value meets (``{}``,
+    ``true``, annotations alone)."""
+    return isinstance(properties, dict) and all(
+        sub is True or (isinstance(sub, dict) and set(sub) <= ANNOTATION_KEYWORDS) for sub in properties.values())
 
 
 def _with_presence_groups(spec: Spec) -> Spec:
