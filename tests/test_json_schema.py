@@ -1290,6 +1290,23 @@ def test_conditionals_decided_before_a_member_split_none_of_its_values(monkeypat
     assert not all(routes)
 
 
+def test_if_a_member_is_set_is_a_member_group(monkeypatch):
+    """``if: {"not": {"properties": {name: S}}}`` ("if the member is there and fails S",
+    JsonSchemaStore prometheus' mutually exclusive credentials) is a member-wise branch,
+    not a product per conditional: exact against jsonschema, scalars included."""
+    schema = {"type": "object", "properties": {"a": {}, "b": {}, "c": {"type": "integer"}},
+              "allOf": [{"if": {"not": {"properties": {name: {"const": None}}}},
+                         "then": {"properties": {other: {"const": None} for other in "abc" if other != name}}}
+                        for name in "abc"]}
+    routes = _member_wise_routes(monkeypatch)
+    dfa = schema_to_dfa(schema).automaton
+    assert len(routes) == 3 and all(routes)
+    _assert_exact_over_members(schema, dfa)
+    untyped = {"properties": {"a": {}, "b": {}}, "if": {"not": {"properties": {"a": {"const": None}}}},
+               "then": {"required": ["b"]}}
+    _assert_exact_over_members(untyped, schema_to_dfa(untyped).automaton)
+
+
 def test_a_constraint_the_member_schema_implies_splits_nothing(monkeypatch):
     """A ``then`` repeating a member's own schema (a wider type, the same recursive
     reference) before the tag is written: no value fails it, so no class negating the

@@ -1054,7 +1054,7 @@ class SchemaEmitter:
             keyword = _plain_reference(branch.node, self.doc.draft) if branch is not None else None
             if keyword is not None:
                 branch = self.doc.resolve(branch, branch.node[keyword], keyword)
-            followed.append(branch)
+            followed.append(_negated_member(branch) if branch is not None else None)
         group = MemberGroup(loc, rule, tuple(followed), schema)
         return group if _member_wise(group, spec) else None
 
@@ -2273,6 +2273,26 @@ def _required_names(node: Any) -> list[str] | None:
             return None
         names = names + more
     return list(dict.fromkeys(names))
+
+
+def _negated_member(branch: Loc) -> Loc:
+    """``{"not": {"properties": {name: S}}}`` as the member-wise branch it equals, an
+    object with ``name`` whose value fails S (``{"type": "object", "required": [name],
+    "properties": {name: {"not": S}}}``), else ``branch``.  The idiom "if this member is
+    set" (``if: {"not": {"properties": {"basic_auth": {"const": null}}}}``, then the
+    others null: JsonSchemaStore prometheus) was a product per conditional."""
+    node = branch.node
+    if not isinstance(node, dict) or set(node) - ANNOTATION_KEYWORDS != {"not"}:
+        return branch
+    negated = node["not"]
+    if not isinstance(negated, dict) or set(negated) - ANNOTATION_KEYWORDS != {"properties"}:
+        return branch
+    properties = negated["properties"]
+    if not isinstance(properties, dict) or len(properties) != 1:
+        return branch
+    (name, schema), = properties.items()
+    member = {"type": "object", "required": [name], "properties": {name: {"not": schema}}}
+    return Loc(member, branch.pointer + "/not", branch.base, branch.draft)
 
 
 def _constrains_no_member(properties: Any) -> bool:
