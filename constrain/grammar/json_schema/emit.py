@@ -20,11 +20,11 @@ import itertools
 import json
 import math
 from collections import Counter
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cached_property, lru_cache, partial
-from collections.abc import Callable
 from typing import Any, Iterator
 
 import numpy as np
@@ -45,7 +45,7 @@ from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, mu
 from .sharing import shared_definitions
 from .slots import shared_slots
 from .spec import (ANNOTATION_KEYWORDS, BASE64_PATTERN, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec,
-                   MemberGroup, dependency_names, group_branches, merge_orders, place_branch, ref_keyword, spec_of,
+                   MemberGroup, allowed_types, dependency_names, group_branches, merge_orders, place_branch, ref_keyword, spec_of,
                    unknown_keywords)
 from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, PATTERN_COUNT, SHORT_STRING, CountedString,
                       any_string_dfa, bounds_implied, counted_states, encode_chars, encoded_string, pattern_tree,
@@ -1013,7 +1013,7 @@ class SchemaEmitter:
         return variants
 
     def _value_classes(self, base: list[Loc], kinds: list[Loc], chain: tuple[str, ...], slots: Slots,
-                       relevant: tuple[int, ...], forced: tuple[int, ...] = ()) -> list[tuple[RegexNode, tuple[int, ...]]]:
+                       relevant: tuple[int, ...], forced: tuple[int, ...]) -> list[tuple[RegexNode, tuple[int, ...]]]:
         """The values of ``base`` split by which of the ``relevant`` constraints they meet,
         those ``forced`` met by all: ``(language, constraints failed)`` per non-empty class.
 
@@ -1187,13 +1187,14 @@ class SchemaEmitter:
         item = self._inline_definitions(self._dfa(self.value_of(rest_locs, chain, slots)))
         values = None if item is None else string_values(item)
         too_few = values is not None and values != GOES_ON and values < spec.min_items
-        if values is None or too_few or (not self._spare_symbols() and self._member_ids >= len(WIDE_SYMBOLS)):
+        narrow = self._spare_symbols() > 0
+        if values is None or too_few or (not narrow and self._member_ids >= len(WIDE_SYMBOLS)):
             return None
         graph = _items_graph([], Automaton(item), spec.min_items, spec.max_items, None, self.layout)
         array = self._dfa(seq(self.layout.opening("["), graph, self.layout.closing("]")))
         if array is None or not _callable(array):
             return None
-        symbol = self._callee_symbols[key] = self._free_callee_symbol() if self._spare_symbols() else self._wide_symbol()
+        symbol = self._callee_symbols[key] = self._free_callee_symbol() if narrow else self._wide_symbol()
         self.callees[symbol] = array
         self.unique_symbols[symbol] = values
         self.sizes.append(((spec.unique_items.pointer or "#"), array.num_states))
@@ -1632,14 +1633,14 @@ def _members_graph(members, extras, min_props: int, max_props: int | None, layou
             source = ("at", position, count, status)
             if max_props is None or count < max_props:
                 target = min(count + 1, cap)
-                relevant, options = variants[position].options(status, partial(
+                classes_key, options = variants[position].options(status, partial(
                     _holds_past, groups, status, position)) if position in variants else ((), None)
                 if options is None:  # no constraint on the member is relevant here
                     options = [(value, None)]
                 for index, (tree, ruled_out) in enumerate(options):
                     written = _stepped(groups, status, position, True, ruled_out)
                     if written is not None:
-                        node_id = (position, relevant, index)
+                        node_id = (position, classes_key, index)
                         if node_id not in nodes:
                             nodes[node_id] = seq(lit(key_text), layout.colon(), tree)
                         builder.member(source, count == 0, ("at", position + 1, target, written), nodes[node_id], node_id)
@@ -1704,10 +1705,8 @@ class _ValueClasses:
         return [self._ruled_out(k for k in range(count) if k not in met) for met in met_sets]
 
     def splits_widely(self) -> bool:
-        """Whether the constraints, all split on, make more than 2**MAX_MEMBER_CONSTRAINTS
-        classes (constants and enums aside: one class per value)."""
-        nodes = self._nodes if self._nodes is not None else [None] * len(self.kinds)
-        return len(self.kinds) > MAX_MEMBER_CONSTRAINTS and not _few_constants(nodes)
+        """Whether the constraints, all split on, pass the bound :func:`_member_wise` keeps."""
+        return _splits_widely(self._nodes if self._nodes is not None else [None] * len(self.kinds))
 
     def _ruled_out(self, failed) -> dict[int, frozenset[int]]:
         """The branches, by group, that failing the constraints ``failed`` rules out."""
@@ -2015,14 +2014,9 @@ def _keywords_in_force(node: Any, draft: int) -> dict | None:
 
 
 def _types_within(inner: Any, outer: Any) -> bool:
-    """Whether every type the ``type`` value ``inner`` names is one of ``outer``'s (an integer is a number)."""
-    inner_types = {inner} if isinstance(inner, str) else set(inner) if isinstance(inner, list) else None
-    outer_types = {outer} if isinstance(outer, str) else set(outer) if isinstance(outer, list) else None
-    if inner_types is None or outer_types is None:
-        return False
-    if "number" in outer_types:
-        outer_types.add("integer")
-    return inner_types <= outer_types
+    """Whether every type the ``type`` value ``inner`` allows ``outer`` allows too."""
+    inner_types, outer_types = allowed_types(inner), allowed_types(outer)
+    return inner_types is not None and outer_types is not None and inner_types <= outer_types
 
 
 def _member_names(spec: Spec) -> list[str]:
@@ -2149,13 +2143,23 @@ def _member_wise(group: MemberGroup, spec: Spec) -> bool:
     if not any(_constrained_names(b) or b.get("required") or _excluded_names(b) for b in branches):
         return False
     groups = spec.presence + [group]
-    where = {name: i for i, name in enumerate(_member_names(_with_member_group(spec, group)))}
+    where: dict[str, int] | None = None  # the member order, read only where the bound is passed
     for name, kinds in _constraint_kinds(groups).items():
+        if not _splits_widely([loc.node for loc, _ in kinds]):
+            continue
+        if where is None:
+            where = {name: i for i, name in enumerate(_member_names(_with_member_group(spec, group)))}
         free = [loc.node for loc, pairs in kinds
                 if not all(_decided_before(groups[g], branch, where, name) for g, branch in pairs)]
-        if len(free) > MAX_MEMBER_CONSTRAINTS and not _few_constants(free):
+        if _splits_widely(free):
             return False
     return True
+
+
+def _splits_widely(nodes: list[Any]) -> bool:
+    """Whether constraints on one member would split its values into more than
+    2**MAX_MEMBER_CONSTRAINTS classes (constants and enums aside: one class per value)."""
+    return len(nodes) > MAX_MEMBER_CONSTRAINTS and not _few_constants(nodes)
 
 
 def _decided_before(group: MemberGroup, branch: int, where: dict[str, int], name: str) -> bool:
@@ -2218,10 +2222,9 @@ def _types_outside(node: Any, types: frozenset[str] | None) -> frozenset[str] | 
     numbers, which no type set says)."""
     if not isinstance(node, dict) or set(node) - ANNOTATION_KEYWORDS != {"type"}:
         return None
-    named = node["type"] if isinstance(node["type"], list) else [node["type"]]
-    if not named or not all(isinstance(t, str) and t in _ALL_TYPES for t in named):
+    removed = allowed_types(node["type"])
+    if not removed:
         return None
-    removed = set(named) | ({"integer"} if "number" in named else set())
     current = _ALL_TYPES if types is None else types
     if "integer" in removed and "number" not in removed and "number" in current:
         return None

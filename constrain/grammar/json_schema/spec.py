@@ -22,7 +22,8 @@ from .content import JSON_MEDIA_TYPE
 from .document import Loc, SchemaDocument
 
 __all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order", "place_branch",
-           "group_branches", "MemberGroup", "ref_keyword", "Slots", "NO_SLOTS", "TYPES", "ANNOTATION_KEYWORDS"]
+           "group_branches", "MemberGroup", "ref_keyword", "Slots", "NO_SLOTS", "TYPES", "ANNOTATION_KEYWORDS",
+           "allowed_types"]
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 ANNOTATION_KEYWORDS = {
@@ -287,13 +288,19 @@ def _absorb_type(spec: Spec, loc: Loc) -> None:
     declared = loc.node.get("type")
     if declared is None:
         return
+    allowed = allowed_types(declared)
+    if allowed is None:
+        raise loc.error(f"type must be one of {', '.join(TYPES)} or a list of them, got {declared!r}", "type")
+    spec.types = allowed if spec.types is None else spec.types & allowed
+
+
+def allowed_types(declared: Any) -> frozenset[str] | None:
+    """The types a ``type`` value allows (``"number"`` brings ``"integer"``: an integer is
+    a number), or None where it is no type name nor a list of them."""
     names = [declared] if isinstance(declared, str) else declared
     if not isinstance(names, list) or not all(isinstance(n, str) and n in TYPES for n in names):
-        raise loc.error(f"type must be one of {', '.join(TYPES)} or a list of them, got {declared!r}", "type")
-    allowed = set(names)
-    if "number" in allowed:
-        allowed.add("integer")
-    spec.types = frozenset(allowed) if spec.types is None else spec.types & allowed
+        return None
+    return frozenset(names) | (frozenset({"integer"}) if "number" in names else frozenset())
 
 
 def _count(loc: Loc, keyword: str) -> int | None:
