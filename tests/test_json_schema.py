@@ -761,11 +761,10 @@ def test_one_of_is_exact_with_or_without_products(name, monkeypatch, request):
     if name in ONE_OF_KNOWN_GAPS:
         request.applymarker(pytest.mark.xfail(strict=True, reason=ONE_OF_KNOWN_GAPS[name]))
     schema, route = ONE_OF_DISJOINT[name]
-    products, member_wise = [], []
-    original, original_member_wise = emit._exactly_one, emit._member_wise
+    products = []
+    original = emit._exactly_one
     monkeypatch.setattr(emit, "_exactly_one", lambda *operands: products.append(1) or original(*operands))
-    monkeypatch.setattr(emit, "_member_wise", lambda *args: member_wise.append(original_member_wise(*args))
-                        or member_wise[-1])
+    member_wise = _member_wise_routes(monkeypatch)
     dfa = schema_to_dfa(schema).automaton
     taken = "product" if products else "members" if any(member_wise) else "anyOf"
     assert taken == route
@@ -1222,8 +1221,6 @@ def test_member_wise_one_of_is_exact(schema, monkeypatch):
     constrained member's value split into classes by the constraints it meets (no
     product of whole objects).  Exact against jsonschema for every member order of up
     to three names (refusals only out of the documented order)."""
-    import constrain.grammar.json_schema.emit as emit
-
     routes = _member_wise_routes(monkeypatch)
     dfa = schema_to_dfa(schema).automaton
     assert any(routes)
@@ -1238,6 +1235,13 @@ def _member_wise_routes(monkeypatch) -> list[bool]:
     original = emit._member_wise
     monkeypatch.setattr(emit, "_member_wise", lambda *args: routes.append(original(*args)) or routes[-1])
     return routes
+
+
+def _refuse_products(monkeypatch) -> None:
+    """Fail the test where a compile builds a product (``SchemaEmitter._minus``)."""
+    import constrain.grammar.json_schema.emit as emit
+
+    monkeypatch.setattr(emit.SchemaEmitter, "_minus", lambda *args: pytest.fail("a product was built"))
 
 
 def _assert_exact_over_members(schema, dfa) -> None:
@@ -1276,12 +1280,10 @@ def test_conditionals_decided_before_a_member_split_none_of_its_values(monkeypat
     ``MAX_MEMBER_CONSTRAINTS`` constraints that could split the member's values were a
     product of whole objects, JsonSchemaStore minecraft-predicate: 100 s), exact
     against jsonschema.  With the member before the tag they could split it: refused."""
-    import constrain.grammar.json_schema.emit as emit
-
     routes = _member_wise_routes(monkeypatch)
     schema = _tagged_conditionals({"a": {"enum": [1, 2, 3, 4, 5, "s"]}})
     with monkeypatch.context() as patch:  # a forced constraint is merged in, never negated
-        patch.setattr(emit.SchemaEmitter, "_minus", lambda *args: pytest.fail("a product was built"))
+        _refuse_products(patch)
         dfa = schema_to_dfa(schema).automaton
     assert routes and all(routes)
     _assert_exact_over_members(schema, dfa)
@@ -1312,14 +1314,12 @@ def test_a_constraint_the_member_schema_implies_splits_nothing(monkeypatch):
     reference) before the tag is written: no value fails it, so no class negating the
     recursive definition is built (a product past the state limit in JsonSchemaStore
     minecraft-predicate); exact against jsonschema on nested values."""
-    import constrain.grammar.json_schema.emit as emit
-
     schema = {"$ref": "#/$defs/r", "$defs": {"r": {
         "type": "object",
         "properties": {"m": {"type": ["integer", "object"], "$ref": "#/$defs/r"}, "k": {"enum": ["u", "v"]}},
         "allOf": [{"if": {"properties": {"k": {"const": "u"}}},
                    "then": {"properties": {"m": {"type": ["number", "object"], "$ref": "#/$defs/r"}}}}]}}}
-    monkeypatch.setattr(emit.SchemaEmitter, "_minus", lambda *args: pytest.fail("a product was built"))
+    _refuse_products(monkeypatch)
     dfa = schema_to_dfa(schema).automaton
     values = [{}, {"k": "u"}, {"m": 1, "k": "u"}, {"m": 1.5, "k": "v"}, {"m": {"m": 2, "k": "u"}, "k": "v"},
               {"m": {"m": {"k": "w"}}}, {"m": {"m": {"m": 3}, "k": "u"}, "k": "u"}, {"m": "s"}, {"k": "u", "m": 1}]
@@ -1362,9 +1362,7 @@ def test_not_of_required_names_is_a_member_group(schema, order, monkeypatch):
     """``not: {"required": [...]}`` (names that may not all be there) is a rule of the member
     graph, not a product: exact against jsonschema for every member order of up to three
     names in schema order, and for scalars (refused unless the negated schema is typed)."""
-    import constrain.grammar.json_schema.emit as emit
-
-    monkeypatch.setattr(emit.SchemaEmitter, "_minus", lambda *args: pytest.fail("a product was built"))
+    _refuse_products(monkeypatch)
     dfa = schema_to_dfa(schema).automaton
     for size in range(4):
         for names in itertools.permutations("abcx", size):
@@ -1391,9 +1389,7 @@ def test_branches_that_exclude_names_are_member_groups(schema, monkeypatch):
     (``false``, ``{"not": {}}``) exclude the name: a rule of the member graph, exact
     against jsonschema for every subset of names in schema order, and for scalars (which
     an untyped ``not: {"required": ...}`` refuses)."""
-    import constrain.grammar.json_schema.emit as emit
-
-    monkeypatch.setattr(emit.SchemaEmitter, "_minus", lambda *args: pytest.fail("a product was built"))
+    _refuse_products(monkeypatch)
     dfa = schema_to_dfa(schema).automaton
     for size in range(4):
         for names in itertools.combinations("abcx", size):
