@@ -221,6 +221,26 @@ def test_expand_calls_equals_the_bounded_embedding():
     assert not has_calls(any_value_dfa("compact", 2)) and has_calls(any_value_callee("compact"))
 
 
+def test_expand_calls_replaces_wide_calls_too():
+    """A wide call (two bytes: WIDE_CALL and an id) is expanded like a one-byte one: a
+    unique array's items may hold a member loop's or another unique array's wide call,
+    and inlining them raised IndexError (JsonSchemaStore backportrc, adonisrc)."""
+    from constrain.automata.byte_dfa import Automaton, build_byte_dfa
+    from constrain.automata.pushdown import WIDE_SYMBOLS, call_marker
+    from constrain.grammar.json_schema.trees import alt, lit, seq
+
+    wide, narrow = WIDE_SYMBOLS[3], COUNTED_SYMBOLS[0]
+    callees = {wide: build_byte_dfa(alt(lit("ab"), lit("c"))), narrow: build_byte_dfa(lit("n"))}
+    called = build_byte_dfa(seq(lit("["), Automaton(call_marker(wide)), lit(","), Automaton(call_marker(narrow)),
+                                alt(lit("]"), seq(lit(";"), Automaton(call_marker(wide)), lit("]")))))
+    expanded = expand_calls(called, callees)
+    inlined = build_byte_dfa(seq(lit("["), alt(lit("ab"), lit("c")), lit(",n"),
+                                 alt(lit("]"), seq(lit(";"), alt(lit("ab"), lit("c")), lit("]")))))
+    assert not has_calls(expanded)
+    assert difference(expanded, inlined) is None and difference(inlined, expanded) is None
+    assert expanded.matches(b"[ab,n;c]") and not expanded.matches(b"[ab,n;\xc1\x03]")
+
+
 def test_integer_max_any_depth_keeps_one_dfa(infos):
     compiler = Compiler(infos("llama-3"), cache_dir=False)
     assert compiler.compile_json_schema(OBJECT_WITH_EXTRAS, max_any_depth=3).is_regular

@@ -106,9 +106,15 @@ def test_strict_mode_still_refuses_what_the_matcher_cannot_keep_distinct():
     mixed = {"type": "array", "items": {"type": ["string", "null"]}, "uniqueItems": True}
     too_few = {"type": "array", "items": {"type": "string", "pattern": "^[a-i]$"}, "uniqueItems": True, "minItems": 10}
     under_not = {"not": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}
-    for schema in (numbers, mixed, too_few, under_not):
-        with pytest.raises(SchemaError, match="uniqueItems"):
-            schema_to_dfa(schema)
+    # Items that may be an object: in any order the object is a member loop's wide call,
+    # which the items' check inlined (an IndexError, JsonSchemaStore adonisrc).
+    objects = {"type": "object", "properties": {"choices": {"type": "array", "uniqueItems": True, "items": {"oneOf": [
+        {"type": "string"}, {"type": "object", "properties": {"name": {"type": "string"}, "checked": {"type": "boolean"}},
+                             "required": ["name", "checked"], "additionalProperties": False}]}}}}
+    for schema in (numbers, mixed, too_few, under_not, objects):
+        for order in ("schema", "any"):
+            with pytest.raises(SchemaError, match="uniqueItems"):
+                schema_to_dfa(schema, JsonSchemaOptions(property_order=order))
     relaxed = schema_to_dfa(numbers, JsonSchemaOptions(strict=False))
     assert relaxed.automaton.matches(b'[1, 1]') and not relaxed.unique
 

@@ -134,7 +134,7 @@ _CALLED: "weakref.WeakKeyDictionary[ByteDFA, frozenset[int]]" = weakref.WeakKeyD
 
 def expand_calls(dfa: ByteDFA, callees: ByteDFA | Mapping[int, ByteDFA]) -> ByteDFA:
     """``dfa`` with every call move replaced by a copy of its callee (``callees`` by symbol,
-    or the one callee of :data:`CALL`; callees have no calls themselves).
+    one-byte or wide, or the one callee of :data:`CALL`; callees have no calls themselves).
 
     For products, which are exact only over real bytes.  One copy per call move,
     then determinised and minimised.
@@ -153,7 +153,13 @@ def expand_calls(dfa: ByteDFA, callees: ByteDFA | Mapping[int, ByteDFA]) -> Byte
     nfa = _NFA()
     base = nfa.new_states(dfa.num_states)
     final = nfa.new_state()
-    runs = dfa.run_table().copy()
+    wide = wide_calls(dfa.trans)
+    bytes_only = dfa
+    if wide:  # a wide call's first byte leads into its id byte: dropped, the callee goes there
+        trans = dfa.trans.copy()
+        trans[:, WIDE_CALL] = -1
+        bytes_only = ByteDFA(trans, dfa.accepting, dfa.start)
+    runs = bytes_only.run_table().copy()
     runs = runs[runs[:, 1] < _FIRST_SYMBOL]
     runs[:, 2] = np.minimum(runs[:, 2], _FIRST_SYMBOL - 1)  # a run into the symbols stops before them
     runs[:, 0] += base
@@ -162,8 +168,11 @@ def expand_calls(dfa: ByteDFA, callees: ByteDFA | Mapping[int, ByteDFA]) -> Byte
     for state in np.flatnonzero(dfa.accepting).tolist():
         nfa.add_eps(base + state, final)
     for symbol, callee in callees.items():
-        for state in np.flatnonzero(dfa.trans[:, symbol] >= 0).tolist():
-            nfa.build_automaton(callee, base + state, base + int(dfa.trans[state, symbol]))
+        if symbol not in WIDE_SYMBOLS:
+            for state in np.flatnonzero(dfa.trans[:, symbol] >= 0).tolist():
+                nfa.build_automaton(callee, base + state, base + int(dfa.trans[state, symbol]))
+    for state, symbol, target in wide:
+        nfa.build_automaton(callees[symbol], base + state, base + target)
     trans, labels, starts = _subset_construction(nfa, (base + dfa.start,), {final: 0})
     pruned = _prune_dead(trans, labels, starts)
     assert pruned is not None  # the callee is not empty, so nothing that was live dies
