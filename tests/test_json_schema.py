@@ -737,6 +737,12 @@ ONE_OF_DISJOINT = {
     "enum meeting a schema": ({"oneOf": [_listed(["deleted"], ["size"]), _listed({"type": "array", "minItems": 1,
                                                                                   "items": {"enum": ["size", "mode"]}})]},
                               "members"),
+    # A branch's types are narrowed by its own oneOf/anyOf (JsonSchemaStore web-types: a value
+    # or a list of them, where a value is a oneOf of an object and scalars).
+    "types of a nested oneOf": ({"oneOf": [{"oneOf": [{"type": "object"}, {"type": "string", "maxLength": 1}]},
+                                           {"type": "array"}]}, "anyOf"),
+    "types of a nested anyOf that meet": ({"oneOf": [{"anyOf": [{"type": "array", "maxItems": 0}, {"type": "string"}]},
+                                                     {"type": "array"}]}, "product"),
 }
 ONE_OF_VALUES = (near(0, 5, spread=2) + [2.0, 1.5, 7.5, "", "a", "ab", None, True, [], [1]]
                  + [{"kind": "a"}, {"kind": "b", "x": "s"}, {"kind": "ab"}, {"kind": "c"}, {"k": 1}, {"k": 1.0}, {"k": "s"}, {"k": 2},
@@ -771,6 +777,40 @@ def test_one_of_is_exact_with_or_without_products(name, monkeypatch, request):
     verdicts = [(dfa.matches(t.encode()), is_valid(schema, v)) for v in ONE_OF_VALUES for t in every_text(v, True)]
     assert not any(accepted and not valid for accepted, valid in verdicts)
     assert any(accepted for accepted, _ in verdicts) and any(not valid for _, valid in verdicts)
+
+
+_CUT_DEFS = {"item": {"oneOf": [{"$ref": "#/$defs/node"}, {"type": "string"}, {"type": "integer"}]},
+             "node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/item"}}},
+                      "additionalProperties": False}}
+
+
+def _nodes(depth: int) -> list:
+    """Values for ``_CUT_DEFS``: nodes nested ``depth`` deep, and near misses at each level."""
+    if depth == 0:
+        return ["s", 1, 1.5, None, {}]
+    inner = _nodes(depth - 1)
+    return inner + [{"kids": []}, {"kids": inner[-3:]}, {"kids": [inner[-1], 2.5]}, {"kids": [inner[-1]], "x": 1}]
+
+
+def test_a_one_of_branch_cut_by_the_recursion_bound_is_judged_by_its_types(monkeypatch):
+    """Inside ``not`` recursion is unrolled ``max_recursion`` deep; at the bound the object
+    branch of ``item``'s oneOf is cut.  A cut record was apart from no other branch, so
+    that oneOf became a product at every bound; read past the cut the branch is an object,
+    apart from the string and integer branches: a union, and exact above the bound (values
+    past it are refused, as a ``not`` takes every deeper value away)."""
+    import constrain.grammar.json_schema.emit as emit
+
+    products = []
+    original = emit._exactly_one
+    monkeypatch.setattr(emit, "_exactly_one", lambda *operands: products.append(1) or original(*operands))
+    schema = {"$defs": _CUT_DEFS, "not": {"$ref": "#/$defs/node"}}
+    dfa = schema_to_dfa(schema).automaton
+    assert not products
+    for value in _nodes(4):
+        accepted, valid = dfa.matches(text_of(value).encode()), is_valid(schema, value)
+        assert not accepted or valid, value
+        if value_depth(value) <= 4:
+            assert accepted == valid, value
 
 
 def test_tagged_union_variants_keep_their_own_member_order():

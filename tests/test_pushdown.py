@@ -28,6 +28,11 @@ from constrain.grammar.json_schema.strings import COUNT_MARGIN, LONGEST_TOKEN, C
 from constrain.testing import check_masks_along_random_walk
 
 FREE = {}
+# More recursive definitions than one-byte call symbols (ten).
+WIDE_RECURSION = {"$defs": {f"r{i}": {"type": "object", "properties": {"v": {"type": "integer"},
+                                                                       "next": {"$ref": f"#/$defs/r{i}"}}}
+                            for i in range(12)},
+                  "type": "object", "properties": {f"p{i}": {"$ref": f"#/$defs/r{i}"} for i in range(12)}}
 OBJECT_WITH_EXTRAS = {"type": "object", "properties": {"id": {"type": "integer"}, "meta": {}}, "required": ["id"]}
 # After '{"a": ' one branch calls the any-value automaton and the other reads a short string.
 AMBIGUOUS = {"anyOf": [{"type": "object", "properties": {"a": {}}, "required": ["a"]},
@@ -164,6 +169,8 @@ WALKS = [
     (TREE, b'{"v": 1, "kids": [{"v": 2, "kids": [{"v": 3, "kids": [{"v": 4, "kids": [{"v": 5, "kids": [', 11),
     (ROOT_RECURSION, b'{"a": {"b": {"list": [1, {"c": {"list": [{"d": ', 12),
     (MUTUAL, b'{"fn": "a", "args": [{"fn": "b", "args": [1, {"fn": "c", "args": [{"fn": "de', 13),
+    # an eleventh recursive definition: wide calls, several frames deep
+    (WIDE_RECURSION, b'{"p11": {"v": 1, "next": {"v": 2, "next": {"v": 3, "next": {"v": 4, "next": {"v": 5, "next": {"v', 18),
     # array items as a callee, one item short of maxItems
     (MANY_ITEMS, b"[" + b'{"a": 1}, ' * 199 + b'{"a": 2, "b": "x', 15),
     # a JSON text inside a string (draft 7 application/json content): a callee whose characters are escaped
@@ -611,6 +618,29 @@ def test_recursive_definitions_are_exact_at_any_depth(name):
             verdicts.append(valid)
             assert automaton.matches(json.dumps(value, ensure_ascii=False).encode()) == valid, (depth, flaw, valid)
     assert any(verdicts) and not all(verdicts)
+
+
+def test_recursive_definitions_past_the_narrow_call_symbols_take_wide_ones(infos):
+    """Ten one-byte call symbols serve shared and recursive definitions; an eleventh
+    recursive definition was unrolled max_recursion deep, refusing valid values nested
+    deeper (silently).  It takes a wide symbol instead: exact at any depth, and a
+    matcher on Llama-3 reads a deep value through the wide calls to EOS."""
+    from constrain.automata.pushdown import WIDE_SYMBOLS
+
+    schema = WIDE_RECURSION
+    language = schema_to_dfa(schema)
+    assert len(language.recursive) == 12 and sum(s in WIDE_SYMBOLS for s in language.recursive) == 2
+    validator = jsonschema.Draft202012Validator(schema)
+    for depth in (0, 3, 7, 12):
+        chain = {"v": 0}
+        for _ in range(depth):
+            chain = {"v": 1, "next": chain}
+        for value in ({"p11": chain}, {"p0": chain, "p11": chain}, {"p11": {"next": chain, "v": "x"}}):
+            text = json.dumps(value)
+            assert language.automaton.matches(text.encode()) == validator.is_valid(value), text
+    matcher = Matcher(Compiler(infos("llama-3"), cache_dir=False).compile_json_schema(schema))
+    assert matcher.accept_bytes(json.dumps({"p10": chain, "p11": chain}).encode())
+    assert matcher.is_accepting()
 
 
 def test_recursion_without_a_finite_value_reads_nothing():

@@ -93,6 +93,8 @@ ITEMS_CALL_STATES = 20_000
 #: Enums of at most this many values are checked value by value (jsonschema) against another
 #: ``oneOf`` branch's schema for the same member, to find branches that are apart.
 MAX_ENUM_CHECKED = 32
+#: How many nested anyOf/oneOf groups narrow the types a value may have (``_value_types``).
+MAX_TYPE_DEPTH = 3
 #: uniqueItems is exact over items of at most this many distinct values (the set written is the state: 2**k).
 MAX_DISTINCT_VALUES = 8
 #: ... spelled in at most this many texts in all (a value may have several spellings).
@@ -152,6 +154,7 @@ class SchemaEmitter:
         self.max_any_depth = max_any_depth
         self.notes: list[str] = doc.notes  # one list: references resolved while emitting add theirs
         self._validator = None
+        self._group_types_memo: dict[tuple[str, int], frozenset[str]] = {}
         self._recursive_memo: dict[tuple, tuple[RegexNode, int]] = {}  # (tree, built spelling-sensitive)
         # How numbers are spelled (numbers.py): plain inside a product's operands.
         self.spelling = JSON_SPELLING
@@ -334,6 +337,11 @@ class SchemaEmitter:
         definitions decided meanwhile (unrolled, or meeting no value) stay so.
         """
         symbol = self._free_callee_symbol()
+        if symbol is None and self._member_ids < len(WIDE_SYMBOLS):
+            # Shared definitions and other callees hold the ten narrow symbols: a wide one,
+            # not a definition unrolled max_recursion deep along every path (JsonSchemaStore
+            # web-types: dozens of mutually recursive definitions, past 2,000,000 states).
+            symbol = self._wide_symbol()
         self._callee_symbols[key] = symbol
         if symbol is None:
             return
@@ -588,10 +596,16 @@ class SchemaEmitter:
         """
         group, rest = spec.one_of[0], spec.without(one_of=spec.one_of[1:])
         merged = [self._branch(rest, group, i, chain) for i in range(len(group.node))]
+        judged = [(self._judged(rest, branch, group.child(i)), branch_chain)
+                  for i, (branch, branch_chain) in enumerate(merged)]
+        # A branch cut by the recursion bound whose types past the cut leave none the rest
+        # allows meets no value: left out, exactly.
+        merged = [branch for branch, (spec_judged, _) in zip(merged, judged) if spec_judged is not None]
+        judged = [branch for branch in judged if branch[0] is not None]
         unevaluated = bool(rest.unevaluated_properties or rest.unevaluated_items)
         if not unevaluated:
-            possible = frozenset().union(*(_possible_types(branch) for branch, _ in merged))
-            apart = self._disjoint_types(merged, chain) & possible
+            possible = frozenset().union(*(self._value_types(branch) for branch, _ in judged))
+            apart = self._disjoint_types(judged, chain) & possible
             if apart == possible:
                 return alt(*(self.spec_tree(branch, branch_chain) for branch, branch_chain in merged))
             if apart:
@@ -638,9 +652,11 @@ class SchemaEmitter:
         """Whether no value meets both records, judged from what surely holds (conservative):
         their types and enums, and (for objects) a member one requires whose values the
         other's schema for that member excludes, ``depth`` levels down."""
+        if (a.impossible and not a.depth_limited) or (b.impossible and not b.depth_limited):
+            return True  # a record no value meets
         if a.impossible or b.impossible:  # a record cut by the recursion bound is not judged here
-            return not (a.depth_limited or b.depth_limited)
-        if not _possible_types(a) & _possible_types(b):
+            return False
+        if not self._value_types(a) & self._value_types(b):
             return True
         keys_a, keys_b = _enum_keys(a), _enum_keys(b)
         if keys_a is not None and keys_b is not None and not keys_a & keys_b:
@@ -661,6 +677,57 @@ class SchemaEmitter:
                     if self._disjoint(mine, theirs, chain, depth - 1):
                         return True
         return False
+
+    def _judged(self, rest: Spec, branch: Spec, loc: Loc) -> Spec | None:
+        """The record that stands for ``branch`` (``loc`` merged into ``rest``) when judging
+        which branches no value meets together: itself, unless the recursion bound cut it.
+
+        A cut record tells nothing of its values, so it was apart from no other branch: a
+        ``oneOf`` of an object definition and scalars, met at the bound, was a product
+        over every level above (JsonSchemaStore web-types ran past the timeout).  Its types
+        are still known: those of ``loc`` read from a fresh chain that the rest allows.  It
+        stands in as any value of those types (more values than it has, so what is apart
+        from it is apart from the branch), and None when there are none (it meets no value).
+        """
+        if not (branch.impossible and branch.depth_limited):
+            return branch
+        fresh = self._record([loc], ())
+        if fresh.impossible:
+            return branch
+        types = self._value_types(fresh) & self._value_types(rest)
+        return Spec(types=types) if types else None
+
+    def _value_types(self, spec: Spec, depth: int = MAX_TYPE_DEPTH) -> frozenset[str]:
+        """Types a value meeting ``spec`` may have: :func:`_possible_types`, narrowed by its
+        ``anyOf``/``oneOf`` groups (a value meets some branch of each), ``depth`` groups down.
+
+        ``{"oneOf": [{"$ref": "#/definitions/x"}, {"type": "array", "items": {"$ref": ...}}]}``
+        where ``x`` is a ``oneOf`` of an object and scalars is a union of types no value
+        meets twice; judged on the record's own ``type`` alone, it was a product over
+        recursive definitions (JsonSchemaStore web-types ran past the timeout).
+        """
+        types = _possible_types(spec)
+        if depth == 0:
+            return types
+        for group in spec.any_of + spec.one_of:
+            types = types & self._group_types(group, depth)
+            if not types:
+                break
+        return types
+
+    def _group_types(self, group: Loc, depth: int) -> frozenset[str]:
+        """The types a value meeting some branch of ``group`` may have (memoised: a
+        group's branches are the same schemas wherever it is reached, and the records are
+        walked from a fresh chain, whose cuts only ever widen the answer)."""
+        key = (group.key, depth)
+        types = self._group_types_memo.get(key)
+        if types is None:
+            self._group_types_memo[key] = _ALL_TYPES  # a group inside its own branch: no narrowing
+            branches = (self._record([group.child(i)], ()) for i in range(len(group.node)))
+            types = frozenset().union(*(_ALL_TYPES if branch.impossible else self._value_types(branch, depth - 1)
+                                        for branch in branches))
+            self._group_types_memo[key] = types
+        return types
 
     def _record(self, locs: list[Loc], chain: tuple[str, ...], slots: Slots = NO_SLOTS) -> Spec:
         """The merged record of ``locs`` (an implicit allOf)."""
