@@ -762,14 +762,10 @@ def test_one_of_is_exact_with_or_without_products(name, monkeypatch, request):
     """Branches proved disjoint compile as anyOf, member-wise ones as member-graph rules,
     others through products; all exact (every text of every candidate value), and the
     proof holds where it is claimed."""
-    import constrain.grammar.json_schema.emit as emit
-
     if name in ONE_OF_KNOWN_GAPS:
         request.applymarker(pytest.mark.xfail(strict=True, reason=ONE_OF_KNOWN_GAPS[name]))
     schema, route = ONE_OF_DISJOINT[name]
-    products = []
-    original = emit._exactly_one
-    monkeypatch.setattr(emit, "_exactly_one", lambda *operands: products.append(1) or original(*operands))
+    products = _one_of_products(monkeypatch)
     member_wise = _member_wise_routes(monkeypatch)
     dfa = schema_to_dfa(schema).automaton
     taken = "product" if products else "members" if any(member_wise) else "anyOf"
@@ -798,11 +794,7 @@ def test_a_one_of_branch_cut_by_the_recursion_bound_is_judged_by_its_types(monke
     that oneOf became a product at every bound; read past the cut the branch is an object,
     apart from the string and integer branches: a union, and exact above the bound (values
     past it are refused, as a ``not`` takes every deeper value away)."""
-    import constrain.grammar.json_schema.emit as emit
-
-    products = []
-    original = emit._exactly_one
-    monkeypatch.setattr(emit, "_exactly_one", lambda *operands: products.append(1) or original(*operands))
+    products = _one_of_products(monkeypatch)
     schema = {"$defs": _CUT_DEFS, "not": {"$ref": "#/$defs/node"}}
     dfa = schema_to_dfa(schema).automaton
     assert not products
@@ -1275,6 +1267,16 @@ def _member_wise_routes(monkeypatch) -> list[bool]:
     original = emit._member_wise
     monkeypatch.setattr(emit, "_member_wise", lambda *args: routes.append(original(*args)) or routes[-1])
     return routes
+
+
+def _one_of_products(monkeypatch) -> list[int]:
+    """One entry per ``oneOf`` built as a product (``emit._exactly_one``), in call order."""
+    import constrain.grammar.json_schema.emit as emit
+
+    products: list[int] = []
+    original = emit._exactly_one
+    monkeypatch.setattr(emit, "_exactly_one", lambda *operands: products.append(1) or original(*operands))
+    return products
 
 
 def _refuse_products(monkeypatch) -> None:

@@ -187,7 +187,7 @@ class SchemaEmitter:
         #: The callees that are objects whose members come in any order, with what the
         #: matcher checks of them (see :meth:`_any_order_call`).
         self.member_rules: dict[int, MemberRule] = {}
-        self._member_ids = 0  # wide symbols given out (never reused)
+        self._wide_given = 0  # wide symbols given out (never reused)
         #: Objects split into loops by value class so far (see :meth:`_loops_by_class`), and
         #: whether that is off (in a recursive definition's body that it made uncallable).
         self._class_splits = 0
@@ -317,10 +317,13 @@ class SchemaEmitter:
         return tuple(dict.fromkeys(keys))
 
     def _wide_symbol(self) -> int:
-        """The next wide call symbol (member loops; unique arrays once the narrow ones are
-        taken: the ten narrow symbols go to shared definitions first)."""
-        self._member_ids += 1
-        return WIDE_SYMBOLS[self._member_ids - 1]
+        """The next wide call symbol (member loops; unique arrays and recursive definitions
+        once the narrow ones are taken: the ten narrow symbols go to shared definitions first)."""
+        self._wide_given += 1
+        return WIDE_SYMBOLS[self._wide_given - 1]
+
+    def _wide_symbols_left(self) -> bool:
+        return self._wide_given < len(WIDE_SYMBOLS)
 
     def _free_callee_symbol(self) -> int | None:
         """A call symbol for a recursive callee: from the top of :data:`COUNTED_SYMBOLS`
@@ -337,7 +340,7 @@ class SchemaEmitter:
         definitions decided meanwhile (unrolled, or meeting no value) stay so.
         """
         symbol = self._free_callee_symbol()
-        if symbol is None and self._member_ids < len(WIDE_SYMBOLS):
+        if symbol is None and self._wide_symbols_left():
             # Shared definitions and other callees hold the ten narrow symbols: a wide one,
             # not a definition unrolled max_recursion deep along every path (JsonSchemaStore
             # web-types: dozens of mutually recursive definitions, past 2,000,000 states).
@@ -979,7 +982,7 @@ class SchemaEmitter:
         object may hold, keys :func:`string_values` cannot count), where no call may
         stand (a product's operand, ``max_any_depth``, all wide symbols taken).
         """
-        if not self._shareable(spec.slots) or self._member_ids >= len(WIDE_SYMBOLS):
+        if not self._shareable(spec.slots) or not self._wide_symbols_left():
             return None
         rule = _member_rule(spec, members, _extra_key_count(extras), groups)
         if rule is None:
@@ -1255,7 +1258,7 @@ class SchemaEmitter:
         values = None if item is None else string_values(item)
         too_few = values is not None and values != GOES_ON and values < spec.min_items
         narrow = self._spare_symbols() > 0
-        if values is None or too_few or (not narrow and self._member_ids >= len(WIDE_SYMBOLS)):
+        if values is None or too_few or (not narrow and not self._wide_symbols_left()):
             return None
         graph = _items_graph([], Automaton(item), spec.min_items, spec.max_items, None, self.layout)
         array = self._dfa(seq(self.layout.opening("["), graph, self.layout.closing("]")))
