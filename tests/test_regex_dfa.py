@@ -325,6 +325,29 @@ def test_numba_construction_matches_reference(pattern):
     _assert_kernel_matches_reference(parse_regex(pattern))
 
 
+def test_numba_construction_finds_a_large_closure_again_whatever_order_it_is_reached_in():
+    """A closure past the kernel's insertion sort (a wide ``anyOf`` holds hundreds of NFA
+    states) must still be interned by its members: ``x`` and ``y`` reach the same set with
+    their targets listed in opposite orders, so an unsorted closure would make two states."""
+    from constrain.automata.byte_dfa import _NFA
+
+    nfa = _NFA()
+    start, left, right, final = (nfa.new_state() for _ in range(4))
+    for head in (left, right):
+        state = head
+        for _ in range(60):
+            nxt = nfa.new_state()
+            nfa.add_eps(state, nxt)
+            state = nxt
+        nfa.add_edge(state, ord("z"), ord("z"), final)
+    nfa.add_edge(start, ord("x"), ord("x"), left)
+    nfa.add_edge(start, ord("x"), ord("x"), right)
+    nfa.add_edge(start, ord("y"), ord("y"), right)
+    nfa.add_edge(start, ord("y"), ord("y"), left)
+    trans, _, _ = _assert_same_construction(nfa, (start,), {final: 0})
+    assert trans[0, ord("x")] == trans[0, ord("y")] >= 0 and trans.shape[0] == 3
+
+
 def test_numba_construction_matches_reference_on_schema_automata():
     """Trees embedding JSON Schema DFAs (the Automaton blocks of the NFA) and several starts."""
     from constrain.automata.byte_dfa import _NFA, build_labeled_dfa

@@ -110,13 +110,22 @@ def _rehash(set_hash, num_sets, capacity):  # pragma: no cover - compiled
     return table
 
 
+#: Longest prefix :func:`_sort_prefix` sorts by insertion.
+_INSERTION_SORT_MAX = 48
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _sort_prefix(values, size):  # pragma: no cover - compiled
     """``values[:size]`` sorted in place (insertion sort) and returned as a view.
 
     Closures and a row's interval points are a handful of items: ``np.sort`` would
-    allocate a copy for each, which cost more than the whole row's other work.
+    allocate a copy for each, which cost more than the whole row's other work.  Past
+    :data:`_INSERTION_SORT_MAX` items the quadratic sort loses (a closure of hundreds
+    of states in a wide ``anyOf``), and ``np.sort`` takes over.
     """
+    if size > _INSERTION_SORT_MAX:
+        values[:size] = np.sort(values[:size])
+        return values[:size]
     for i in range(1, size):
         item = values[i]
         j = i - 1
@@ -148,12 +157,16 @@ def subset_construction(eps_ptr, eps_dst, edge_ptr, edge_lo, edge_hi, edge_dst, 
     stamp = np.zeros(n, np.int64)
     stack = np.empty(n, np.int32)
     scratch = np.empty(n, np.int32)
-    capacity = max(64, min(4096, n))  # growing the 256-wide rows costs more than this guess
+    # Rows are 1 KiB: growing the table by copies was a third of a large schema's
+    # construction.  Most DFAs here have fewer states than the NFA (JSON's NFAs are
+    # nearly deterministic), so that many rows are reserved; ``np.empty`` only reserves
+    # the address space, and :func:`_add_set` writes each row when its state is made.
+    capacity = max(64, min(n, max_states + 1))
     set_ptr = np.zeros(capacity + 1, np.int64)
     set_hash = np.zeros(capacity, np.uint64)
     set_buf = np.empty(1024, np.int32)
     labels = np.full(capacity, -1, np.int32)
-    trans = np.full((capacity, 256), -1, np.int32)
+    trans = np.empty((capacity, 256), np.int32)
     table = np.full(256, -1, np.int32)
     num_sets = 0
     generation = 0
@@ -253,9 +266,10 @@ def _add_set(members, found, rank, num_sets, set_ptr, set_buf, set_hash, labels,
         grown = np.full(capacity, -1, np.int32)
         grown[:num_sets] = labels[:num_sets]
         labels = grown
-        wider = np.full((capacity, 256), -1, np.int32)
+        wider = np.empty((capacity, 256), np.int32)
         wider[:num_sets] = trans[:num_sets]
         trans = wider
+    trans[num_sets, :] = -1  # the table is allocated empty (see subset_construction)
     base = set_ptr[num_sets]
     set_buf = _grow_1d(set_buf, base + size)
     set_buf[base : base + size] = members
