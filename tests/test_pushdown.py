@@ -64,6 +64,24 @@ MUTUAL = {"$defs": {
                                               "args": {"type": "array", "items": {"$ref": "#/$defs/expr"}}},
              "required": ["fn", "args"], "additionalProperties": False}},
     "$ref": "#/$defs/expr"}
+# Recursion through anyOf branches that are only references: pydantic's Optional[Node] ...
+OPTIONAL_CHAIN = {"$defs": {"Node": {"type": "object", "properties": {
+    "v": {"type": "integer"}, "next": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}], "default": None}},
+    "required": ["v"], "additionalProperties": False}}, "$ref": "#/$defs/Node"}
+OPTIONAL_ONE_OF = json.loads(json.dumps(OPTIONAL_CHAIN).replace('"anyOf"', '"oneOf"'))  # its branches are apart
+# ... and a union of mutually recursive types (CWL's parameter types, Github_hard o69207).
+TYPE_UNION = {"$defs": {
+    "Type": {"anyOf": [{"enum": ["int", "string"]}, {"$ref": "#/$defs/Array"}, {"$ref": "#/$defs/Record"},
+                       {"$ref": "#/$defs/Map"}]},
+    "Array": {"type": "object", "properties": {"type": {"const": "array"}, "items": {"$ref": "#/$defs/Type"}},
+              "required": ["type", "items"], "additionalProperties": False},
+    "Record": {"type": "object", "properties": {"type": {"const": "record"}, "fields": {"type": "array", "items": {
+        "type": "object", "properties": {"name": {"type": "string"}, "type": {"$ref": "#/$defs/Type"}},
+        "required": ["name", "type"], "additionalProperties": False}}}, "required": ["type"], "additionalProperties": False},
+    "Map": {"type": "object", "properties": {"type": {"const": "map"}, "values": {"anyOf": [
+        {"$ref": "#/$defs/Array"}, {"$ref": "#/$defs/Record"}, {"type": "array", "items": {"$ref": "#/$defs/Type"}}]}},
+        "required": ["type", "values"], "additionalProperties": False}},
+    "$ref": "#/$defs/Type"}
 # A definition referenced from many places (a shared callee), once inside overlapping oneOf
 # branches (a product, where it is built in place) and once with a sibling keyword.
 ITEM = {"type": "object", "required": ["id"], "additionalProperties": False, "properties": {
@@ -169,6 +187,10 @@ WALKS = [
     (TREE, b'{"v": 1, "kids": [{"v": 2, "kids": [{"v": 3, "kids": [{"v": 4, "kids": [{"v": 5, "kids": [', 11),
     (ROOT_RECURSION, b'{"a": {"b": {"list": [1, {"c": {"list": [{"d": ', 12),
     (MUTUAL, b'{"fn": "a", "args": [{"fn": "b", "args": [1, {"fn": "c", "args": [{"fn": "de', 13),
+    # recursion through anyOf branches that are references
+    (OPTIONAL_CHAIN, b'{"v": 1, "next": {"v": 2, "next": {"v": 3, "next": {"v": 4, "next": {"v": 5, "next": ', 19),
+    (TYPE_UNION, b'{"type": "map", "values": [{"type": "record", "fields": [{"name": "a", "type": {"type": "array", '
+                 b'"items": {"type": "map", "values": {"type": "', 20),
     # an eleventh recursive definition: wide calls, several frames deep
     (WIDE_RECURSION, b'{"p11": {"v": 1, "next": {"v": 2, "next": {"v": 3, "next": {"v": 4, "next": {"v": 5, "next": {"v', 18),
     # array items as a callee, one item short of maxItems
@@ -568,17 +590,21 @@ def test_a_call_without_its_callee_is_refused_by_name():
 
 # -- recursive definitions: callees of their own ----------------------------------------------------
 
+def _flawed(node: dict, flaw: str | None, typed: str) -> dict:
+    """``node`` with ``flaw``: its required "v" missing, an extra member, or a string at ``typed``."""
+    if flaw == "missing":
+        del node["v"]
+    elif flaw == "extra":
+        node["x"] = 1
+    elif flaw == "type":
+        node[typed] = "5"
+    return node
+
+
 def _tree(depth: int, rng: random.Random, flaw: str | None):
     """A random tree with one path ``depth`` deep; ``flaw`` (if any) is put on the deepest node."""
     if depth == 0:
-        node = {"v": rng.randint(-5, 5)}
-        if flaw == "missing":
-            del node["v"]
-        elif flaw == "extra":
-            node["x"] = 1
-        elif flaw == "type":
-            node["v"] = "5"
-        return node
+        return _flawed({"v": rng.randint(-5, 5)}, flaw, "v")
     kids = [_tree(depth - 1, rng, flaw)] + [{"v": 1}] * rng.randint(0, 1)
     rng.shuffle(kids)
     return {"v": depth, "kids": kids}
@@ -597,7 +623,29 @@ def _expr(depth: int, rng: random.Random, flaw: str | None):
     return {"fn": rng.choice(["g", "é😀"]), "args": [_expr(depth - 1, rng, flaw)] + [rng.randint(0, 9)] * rng.randint(0, 2)}
 
 
-RECURSIVE = {"tree": (TREE, _tree), "root": (ROOT_RECURSION, _root_value), "mutual": (MUTUAL, _expr)}
+def _chain(depth: int, rng: random.Random, flaw: str | None):
+    if depth == 0:
+        return _flawed({"v": rng.randint(-5, 5), "next": None} if rng.random() < 0.5 else {"v": 0}, flaw, "next")
+    return {"v": depth, "next": _chain(depth - 1, rng, flaw)}
+
+
+def _type(depth: int, rng: random.Random, flaw: str | None):
+    """A type expression of TYPE_UNION with one path ``depth`` deep; ``flaw`` at its end."""
+    if depth == 0:
+        return {"missing": {"type": "array"}, "extra": {"type": "record", "x": 1},
+                "type": {"type": "map", "values": "int"}}.get(flaw, rng.choice(["int", "string", {"type": "record"}]))
+    inner = _type(depth - 1, rng, flaw)
+    kind = rng.choice(["array", "record", "map"] if isinstance(inner, dict) else ["array", "record"])
+    if kind == "array":
+        return {"type": "array", "items": inner}
+    if kind == "record":
+        return {"type": "record", "fields": [{"name": "f", "type": "int"}, {"name": "é", "type": inner}][rng.randint(0, 1):]}
+    return {"type": "map", "values": inner if inner.get("type") in ("array", "record") else [inner]}
+
+
+RECURSIVE = {"tree": (TREE, _tree), "root": (ROOT_RECURSION, _root_value), "mutual": (MUTUAL, _expr),
+             "optional": (OPTIONAL_CHAIN, _chain), "optional-oneOf": (OPTIONAL_ONE_OF, _chain),
+             "union": (TYPE_UNION, _type)}
 
 
 @pytest.mark.parametrize("name", sorted(RECURSIVE))
@@ -641,6 +689,45 @@ def test_recursive_definitions_past_the_narrow_call_symbols_take_wide_ones(infos
     matcher = Matcher(Compiler(infos("llama-3"), cache_dir=False).compile_json_schema(schema))
     assert matcher.accept_bytes(json.dumps({"p10": chain, "p11": chain}).encode())
     assert matcher.is_accepting()
+
+
+def test_recursive_definitions_are_calls_from_their_first_reference():
+    """A definition on a reference cycle is a callee at its first reference, not built in
+    place until some definition comes back: with many mutually recursive ones (CWL's
+    types, Github_hard o69207) the paths before the first return were exponentially
+    many (a compile timeout).  Here the schema's own automaton holds no copy of it."""
+    node = {"type": "object", "properties": {"v": {"type": "integer"}, "name": {"type": "string", "maxLength": 5},
+                                             "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+            "required": ["v"], "additionalProperties": False}
+    schema = {"$defs": {"node": node}, "type": "object", "additionalProperties": False,
+              "properties": {"a": {"$ref": "#/$defs/node"}, "b": {"$ref": "#/$defs/node"}}}
+    language = schema_to_dfa(schema)
+    (body,) = language.recursive.values()
+    assert language.dfa.num_states < body.num_states
+    validator = jsonschema.Draft202012Validator(schema)
+    leaf = {"v": 1, "name": "é"}
+    for value in ({}, {"a": leaf}, {"a": {"v": 2, "kids": [leaf, {"v": 3, "kids": [leaf]}]}, "b": leaf},
+                  {"b": {"v": 2, "kids": [{"v": "x"}]}}, {"a": {"kids": []}}, {"a": leaf, "c": 1}):
+        assert language.automaton.matches(json.dumps(value, ensure_ascii=False).encode()) == validator.is_valid(value)
+
+
+def test_recursion_merged_with_sibling_keywords_is_unrolled_and_says_so():
+    """A recursive reference in an anyOf beside other keywords is merged into the record
+    (no callee of its own) and unrolled ``max_recursion`` deep: never silently.  A note
+    names the definition, and below the bound the language agrees with jsonschema."""
+    schema = {"$defs": {"n": {"type": "object", "properties": {
+        "c": {"type": ["object", "null"], "anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}}}, "$ref": "#/$defs/n"}
+    language = schema_to_dfa(schema)
+    assert any(note.startswith("#/$defs/n: recursion merged with sibling keywords is unrolled 3 levels")
+               for note in language.notes), language.notes
+    validator = jsonschema.Draft202012Validator(schema)
+    value = None
+    for depth in range(6):
+        value = {"c": value}  # valid at every depth; kept to the bound
+        assert validator.is_valid(value) and language.automaton.matches(json.dumps(value).encode()) == (depth < 3)
+        for invalid in ({"c": value | {"c": 1}}, {"c": [value]}):
+            assert not validator.is_valid(invalid) and not language.automaton.matches(json.dumps(invalid).encode())
+    assert not schema_to_dfa(OPTIONAL_CHAIN).notes  # a branch that is only a reference: a call, exact
 
 
 def test_recursion_without_a_finite_value_reads_nothing():
@@ -788,6 +875,9 @@ def test_sharing_picks_the_definitions_that_save_most():
         return (loc.key,)
 
     names = {(doc.root_loc.child("$defs", name).key,): name for name in ("small", "big", "loop")}
-    assert {names[k] for k in sharing.shared_definitions(doc, key, 1)} == {"small"}  # 30 copies of 10 objects
-    assert {names[k] for k in sharing.shared_definitions(doc, key, 5)} == {"small", "big"}
-    assert sharing.shared_definitions(doc, key, 0) == set()
+    graph = sharing.scan_references(doc, key)
+    assert {names[k] for k in sharing.shared_definitions(graph, 1)} == {"small"}  # 30 copies of 10 objects
+    assert {names[k] for k in sharing.shared_definitions(graph, 5)} == {"small", "big"}
+    assert sharing.shared_definitions(graph, 0) == set()
+    # The recursive one is a callee from its first reference instead.
+    assert {names[k] for k in sharing.recursive_definitions(graph)} == {"loop"}

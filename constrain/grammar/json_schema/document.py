@@ -182,6 +182,12 @@ def load_schema(schema: Any) -> Any:
     raise SchemaError(f"a schema must be a dict, JSON text or a pydantic model class, got {type(schema).__name__}")
 
 
+def readable_key(key: str) -> str:
+    """A sub-schema's key (base URI and fragment) as a message names it: within a document
+    without an ``$id``, the fragment alone (``#/$defs/node``)."""
+    return key[len(_ROOT_BASE):] if key.startswith(_ROOT_BASE + "#") else key
+
+
 class SchemaDocument:
     """The root schema, its draft, and an index of every addressable sub-schema."""
 

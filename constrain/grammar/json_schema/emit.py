@@ -22,7 +22,7 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import cached_property, lru_cache, partial
 from typing import Any, Iterator
@@ -39,10 +39,10 @@ from ...automata.json_strings import GOES_ON, MANY_VALUES, string_values
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
 from .content import is_json_text, json_text_callee, json_text_dfa, json_text_string
-from .document import Loc, SchemaDocument
+from .document import Loc, SchemaDocument, readable_key
 from .formats import FORMAT_MAX_LENGTH, FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
-from .sharing import shared_definitions
+from .sharing import recursive_definitions, scan_references, shared_definitions
 from .slots import shared_slots
 from .spec import (ANNOTATION_KEYWORDS, BASE64_PATTERN, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec,
                    MemberGroup, allowed_types, dependency_names, group_branches, merge_orders, place_branch, ref_keyword, spec_of,
@@ -272,15 +272,26 @@ class SchemaEmitter:
 
     def _shared_call(self, locs: list[Loc]) -> RegexNode | None:
         """A call into the callee of a definition that references reach from many places
-        (chosen by :func:`.sharing.shared_definitions`), or into a recursive definition's
-        callee built already (its first site needs no copy either), or None where the
-        definition is built in place."""
+        (chosen by :func:`.sharing.shared_definitions`) or that is on a reference cycle
+        (:func:`.sharing.recursive_definitions`: built at its first reference, not
+        unrolled until one comes back), or into a recursive definition's callee built
+        already, or None where the definition is built in place."""
         key = self._callee_key(locs)
         if key not in self._callee_symbols:
-            if key not in self._shared:
+            if key not in self._shared and key not in self._recursive:
                 return None
             self._build_callee(key, locs)
         return self._call_of(key)
+
+    @cached_property
+    def _references(self) -> tuple[dict, dict] | None:
+        """The document's reference graph (:func:`.sharing.scan_references`), scanned once."""
+        return scan_references(self.doc, lambda loc: self._callee_key([loc]))
+
+    @cached_property
+    def _recursive(self) -> set[tuple[str, ...]]:
+        """The definitions on reference cycles, callees from their first reference."""
+        return recursive_definitions(self._references)
 
     @cached_property
     def _shared(self) -> set[tuple[str, ...]]:
@@ -288,7 +299,7 @@ class SchemaEmitter:
         :data:`RESERVED_SYMBOLS` for recursive definitions (chosen on the first reference)."""
         taken = sum(symbol in COUNTED_SYMBOLS for symbol in self._callee_symbols.values())
         budget = len(COUNTED_SYMBOLS) - self._long_count - taken - RESERVED_SYMBOLS
-        return shared_definitions(self.doc, lambda loc: self._callee_key([loc]), budget)
+        return shared_definitions(self._references, budget) if budget > 0 else set()
 
     @cached_property
     def _long_count(self) -> int:
@@ -525,6 +536,8 @@ class SchemaEmitter:
             if self.over:
                 return Automaton(any_suffix_marker())
             self.kept_recursion_cuts += 1
+            if self._shareable(spec.slots):  # not a product's operand, where the cut is documented
+                self._note_cut(chain)
             return NOTHING
         self._check_unsupported(spec)
         if spec.enums:
@@ -532,8 +545,7 @@ class SchemaEmitter:
         spec = _with_presence_groups(spec)
         if spec.any_of:
             group, rest = spec.any_of[0], spec.without(any_of=spec.any_of[1:])
-            branches = [self._branch(rest, group, i, chain) for i in range(len(group.node))]
-            return _merged_scalars(alt(*(self.spec_tree(branch, branch_chain) for branch, branch_chain in branches)))
+            return _merged_scalars(alt(*(self._branch_tree(rest, group, i, chain) for i in range(len(group.node)))))
         if spec.one_of:
             return self._one_of(spec, chain)
         if spec.nots:
@@ -566,6 +578,23 @@ class SchemaEmitter:
     def _merged_tree(self, spec: Spec, loc: Loc, chain: tuple[str, ...]) -> RegexNode:
         merged, chain = self._merged(spec, loc, chain)
         return self.spec_tree(merged, chain)
+
+    def _branch_tree(self, rest: Spec, group: Loc, index: int, chain: tuple[str, ...],
+                     merged: tuple[Spec, tuple[str, ...]] | None = None) -> RegexNode:
+        """The language of branch ``index`` of the anyOf (or disjoint oneOf) ``group`` met
+        with ``rest`` (``merged``: that branch merged already, :meth:`_branch`).
+
+        A branch that is only a reference, beside nothing else (``Optional[Node]``:
+        ``{"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]}``), is the value of
+        that reference, so a recursive definition re-entered there is a call into its
+        callee like one re-entered through a member's value: merged into the record
+        instead, it was unrolled ``max_recursion`` deep, and a deeper valid value was
+        refused.
+        """
+        if _plain_reference(group.node[index], self.doc.draft) is not None and _constrains_nothing(rest):
+            return self.value_of([group.child(index)], chain, rest.slots)
+        branch, branch_chain = merged or self._branch(rest, group, index, chain)
+        return self.spec_tree(branch, branch_chain)
 
     def _branch(self, rest: Spec, group: Loc, index: int, chain: tuple[str, ...]) -> tuple[Spec, tuple[str, ...]]:
         """Branch ``index`` of the anyOf/oneOf ``group`` merged into ``rest``, its members
@@ -603,14 +632,14 @@ class SchemaEmitter:
                   for i, (branch, branch_chain) in enumerate(merged)]
         # A branch cut by the recursion bound whose types past the cut leave none the rest
         # allows meets no value: left out, exactly.
-        merged = [branch for branch, (spec_judged, _) in zip(merged, judged) if spec_judged is not None]
-        judged = [branch for branch in judged if branch[0] is not None]
+        kept = [i for i, (spec_judged, _) in enumerate(judged) if spec_judged is not None]
+        merged, judged = [merged[i] for i in kept], [judged[i] for i in kept]
         unevaluated = bool(rest.unevaluated_properties or rest.unevaluated_items)
         if not unevaluated:
             possible = frozenset().union(*(self._value_types(branch) for branch, _ in judged))
             apart = self._disjoint_types(judged, chain) & possible
             if apart == possible:
-                return alt(*(self.spec_tree(branch, branch_chain) for branch, branch_chain in merged))
+                return alt(*(self._branch_tree(rest, group, i, chain, branch) for i, branch in zip(kept, merged)))
             if apart:
                 # Split by type: branches apart for objects (required tags) but not for the
                 # scalars they all let through need no product over their objects.
@@ -1431,6 +1460,16 @@ class SchemaEmitter:
         for loc, keyword, why in spec.unsupported:
             self._unenforced(loc, keyword, why)
 
+    def _note_cut(self, chain: tuple[str, ...]) -> None:
+        """Say where recursion is unrolled outside the operands of products: a recursive
+        reference merged with sibling keywords (``{"minProperties": 1, "anyOf": [{"$ref":
+        ...}]}``) has no callee of its own, and values nested deeper are refused."""
+        where = readable_key(chain[-1]) if chain else "#"
+        note = (f"{where}: recursion merged with sibling keywords is unrolled {self.max_recursion} levels deep; "
+                "deeper values are refused")
+        if note not in self.notes:
+            self.notes.append(note)
+
     def _unenforced(self, loc: Loc, keyword: str, why: str) -> None:
         self._not_exact((loc.pointer or "#") + "/" + keyword, keyword, why)
 
@@ -1570,6 +1609,15 @@ def _callable(dfa: ByteDFA) -> bool:
     """Whether ``dfa`` can be a callee's body: it starts with a byte (its start neither
     accepts nor calls), so a call always reads something before it can return."""
     return not dfa.accepting[dfa.start] and not (dfa.trans[dfa.start, [*CALL_SYMBOLS, WIDE_CALL]] >= 0).any()
+
+
+def _constrains_nothing(spec: Spec) -> bool:
+    """Whether ``spec`` holds no constraint (its sources said nothing but combinators
+    expanded already, or annotations)."""
+    return replace(spec, sources=[], merged_refs=frozenset(), listed_before={}, own_after={}, slots=NO_SLOTS) == _EMPTY_SPEC
+
+
+_EMPTY_SPEC = Spec()
 
 
 def _plain_reference(node: Any, draft: int) -> str | None:

@@ -13,7 +13,9 @@ greedily by copies saved times size.
 Sizes are counts of schema objects, and references inside a definition chosen
 already cost one (a call).  Definitions on or leading into a reference cycle are
 left out: recursion has its own callees, and the depth to which the rest unrolls
-depends on the references above a site.
+depends on the references above a site.  The same graph says which definitions
+are on a cycle (:func:`recursive_definitions`): those are callees from their
+first reference.
 """
 
 from __future__ import annotations
@@ -35,15 +37,36 @@ _DATA_KEYWORDS = frozenset(("enum", "const", "default", "examples", "example", "
 MIN_SAVED = 40
 
 
-def shared_definitions(doc: SchemaDocument, key_of: Callable[[Loc], tuple[str, ...]], budget: int) -> set[tuple[str, ...]]:
-    """The callee keys (``key_of`` a reference's target) of at most ``budget`` definitions
+def scan_references(doc: SchemaDocument, key_of: Callable[[Loc], tuple[str, ...]]) -> tuple[dict, dict] | None:
+    """The document's reference graph: per definition reached from the root (key ``()``),
+    its own size in schema objects and the references in it (target key: count).  None
+    when no ``$ref`` string occurs twice: then no definition is copied twice, nor (with
+    plain pointers) referenced again from inside itself."""
+    if not _some_reference_repeats(doc.root):
+        return None
+    own: dict = {}
+    edges: dict = {}
+    todo = [((), doc.root_loc)]
+    while todo:
+        key, loc = todo.pop()
+        if key in own:
+            continue
+        size, found = _scan(doc, loc, key_of)
+        own[key] = size
+        edges[key] = Counter(target for target, _ in found)
+        todo.extend(found)
+    return own, edges
+
+
+def shared_definitions(graph: tuple[dict, dict] | None, budget: int) -> set[tuple[str, ...]]:
+    """The callee keys of at most ``budget`` definitions of ``graph`` (:func:`scan_references`)
     to share, best first."""
-    if budget <= 0 or not _some_reference_repeats(doc.root):
+    if budget <= 0 or graph is None:
         return set()
-    graph = _reference_graph(doc, key_of)
-    if graph is None:
+    acyclic = _acyclic_part(*graph)
+    if acyclic is None:
         return set()
-    own, edges, order = graph
+    own, edges, order = acyclic
     chosen: list[tuple[str, ...]] = []
     while len(chosen) < budget:
         sizes = _expanded_sizes(own, edges, order, chosen)
@@ -53,6 +76,19 @@ def shared_definitions(doc: SchemaDocument, key_of: Callable[[Loc], tuple[str, .
             break
         chosen.append(best)
     return set(chosen)
+
+
+def recursive_definitions(graph: tuple[dict, dict] | None) -> set[tuple[str, ...]]:
+    """The callee keys of the definitions of ``graph`` (:func:`scan_references`) on a
+    reference cycle: each reaches itself.
+
+    Built in place, such a definition unrolls along every path until some definition
+    on the path comes back; where many reference each other (CWL's dozen mutually
+    recursive types, each a union of the others) the paths before the first return
+    are exponentially many.  A callee from the first reference on is one automaton
+    per definition.
+    """
+    return set() if graph is None else _on_cycles(graph[1])
 
 
 def _some_reference_repeats(root) -> bool:
@@ -74,22 +110,54 @@ def _some_reference_repeats(root) -> bool:
 _REF_TEXT = re.compile(r'"\$ref": ("(?:[^"\\]|\\.)*")')
 
 
-def _reference_graph(doc: SchemaDocument, key_of) -> tuple[dict, dict, list] | None:
-    """Per definition reached from the root: its own size, the references in it
-    (target key: count), and the definitions in topological order, root first.
-    Definitions on or leading into a cycle are dropped.  None when the document
-    makes fewer than two references."""
-    own: dict = {}
-    edges: dict = {}
-    todo = [((), doc.root_loc)]
-    while todo:
-        key, loc = todo.pop()
-        if key in own:
+def _on_cycles(edges: dict) -> set:
+    """The keys in a strongly connected component with a cycle (Tarjan's algorithm,
+    iterative: reference chains in large schemas pass Python's recursion limit)."""
+    index: dict = {}
+    low: dict = {}
+    stack: list = []
+    on_stack: set = set()
+    found: set = set()
+    for root in edges:
+        if root in index:
             continue
-        size, found = _scan(doc, loc, key_of)
-        own[key] = size
-        edges[key] = Counter(target for target, _ in found)
-        todo.extend(found)
+        work = [(root, iter(edges[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            key, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(edges[child])))
+                elif child in on_stack:
+                    low[key] = min(low[key], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[key])
+            if low[key] == index[key]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == key:
+                        break
+                if len(component) > 1 or key in edges[key]:
+                    found.update(component)
+    found.discard(())  # the root is built in place whatever it leads into
+    return found
+
+
+def _acyclic_part(own: dict, edges: dict) -> tuple[dict, dict, list] | None:
+    """The reference graph without the definitions on or leading into a cycle, and the
+    rest in topological order, root first.  None when the document makes fewer than
+    two references."""
     if sum(sum(counts.values()) for counts in edges.values()) < 2:
         return None
     order, cyclic = _topological(edges)
