@@ -1148,6 +1148,39 @@ def test_zero_literals_take_each_zero_json_dumps_writes():
             assert dfa.matches(text_of(value).encode()) == is_valid(schema, value), (schema, value)
 
 
+def test_bounded_numbers_take_the_negative_zero_json_dumps_writes():
+    """``json.dumps(-0.0)`` is ``-0.0``, a zero: in range wherever 0 is (the fuzzer found it
+    refused under any bound); ``-0`` is no text json.dumps writes for a float."""
+    for schema in ({"type": "number", "minimum": 0}, {"type": "number", "maximum": 1}, {"type": "number", "maximum": 0},
+                   {"type": "number", "exclusiveMinimum": 0}, {"type": "number", "exclusiveMaximum": 0},
+                   {"type": "number", "minimum": -2, "maximum": 3, "multipleOf": 0.5}, {"type": "number", "minimum": 1}):
+        dfa = dfa_for(schema)
+        assert dfa.matches(b"-0.0") == is_valid(schema, -0.0), schema
+        assert not dfa.matches(b"-0")
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "minProperties": 2},
+    {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 2},
+    {"type": "object", "patternProperties": {"^x": {"type": "integer"}}, "minProperties": 2},
+    {"type": "object", "properties": {"v": {"type": "integer"}}, "minProperties": 3},
+    {"type": "object", "properties": {"v": {"type": "integer"}}, "required": ["v"], "minProperties": 2},
+])
+def test_min_properties_counts_a_repeated_additional_key_once(schema):
+    """In schema order the keys written were counted, so ``{"a": 1, "a": 2}`` (one member
+    once parsed) met minProperties 2 (found by the fuzzer).  Where minProperties needs two
+    additional members the object is a member loop, which keeps the names written."""
+    texts = ['{"a": 1, "a": 2}', '{"a": 1, "b": 2}', '{"x": 1, "x": 2}', '{"x": 1, "xy": 2}', '{"v": 1, "a": 1, "a": 2}',
+             '{"v": 1, "a": 1, "b": 2}', '{"v": 1, "a": 2}', '{"v": 1}', '{"v": 1, "x": 1, "x": 2, "y": 3}']
+    language = schema_to_dfa(schema)
+    for text in texts:
+        accepted, valid = language.automaton.matches(text.encode()), is_valid(schema, json.loads(text))
+        if len(re.findall(r'"\w+":', text)) == len(json.loads(text)):
+            assert accepted == valid, text
+        else:  # a repeated key: never accepted for a value that is invalid once parsed
+            assert not accepted or valid, text
+
+
 _PRESENCE_PROPS = {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}, "d": {"type": "string"}}
 
 
@@ -2077,7 +2110,10 @@ def test_a_language_emptied_by_depth_cuts_says_so():
                               "properties": {"k": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/n"}]}}}},
               "not": {"type": "string"}, "allOf": [{"$ref": "#/$defs/n"}], "properties": {"k": {"type": "object"}}}
     cut = schema_to_dfa(schema, JsonSchemaOptions(max_recursion=1))
-    assert cut.notes == [UNSATISFIABLE_WITHIN_CUTS] and not cut.automaton.is_prefix(b"{")
+    assert cut.notes[-1] == UNSATISFIABLE_WITHIN_CUTS and not cut.automaton.is_prefix(b"{")
+    # k's anyOf meets {"type": "object"} beside it: its reference is merged, and unrolled, which is said too
+    assert cut.notes[:-1] == ["#/$defs/n: recursion merged with sibling keywords is unrolled 1 level deep; "
+                              "deeper values are refused"]
     assert schema_to_dfa(schema).automaton.matches(b'{"k": {"k": null}}')
     assert schema_to_dfa({"type": "string", "not": {"type": "string"}}).notes == [UNSATISFIABLE]
 

@@ -730,6 +730,27 @@ def test_recursion_merged_with_sibling_keywords_is_unrolled_and_says_so():
     assert not schema_to_dfa(OPTIONAL_CHAIN).notes  # a branch that is only a reference: a call, exact
 
 
+def test_more_objects_than_wide_symbols_compile_to_the_schema_language():
+    """Wide symbols are ``WIDE_CALL`` and an id byte; an id that is itself a mark (0xC0, a
+    polarity cut; 0xC1; 0xF5-0xFF, one-byte calls) was read as that mark, so past 192 wide
+    symbols a schema compiled to calls nobody made or to a cut that "escaped a product"
+    (JsonSchemaStore web-types).  200 objects that each want a member loop: the first 192
+    get one, the rest are any-order graphs, and the language is the schema's."""
+    from constrain.automata.dfa_ops import ANY_SUFFIX
+    from constrain.automata.pushdown import WIDE_SYMBOLS
+
+    assert max(symbol & 0xFF for symbol in WIDE_SYMBOLS) < ANY_SUFFIX
+    schema = {"type": "object", "additionalProperties": False, "properties": {
+        f"p{i}": {"type": "object", "properties": {"a": {"type": "integer", "minimum": i}, "b": {"type": "string"}},
+                  "required": ["a"], "additionalProperties": False} for i in range(200)}}
+    language = schema_to_dfa(schema, JsonSchemaOptions(property_order="any"))
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in ({"p0": {"a": 0}, "p191": {"b": "x", "a": 191}, "p192": {"a": 192}, "p199": {"b": "", "a": 300}},
+                  {"p193": {"a": 5}}, {"p194": {"b": "x"}}, {"p0": {"a": -1}}, {"p198": {"b": "y", "a": 198, "c": 1}}):
+        text = json.dumps(value).encode()
+        assert language.automaton.matches(text) == validator.is_valid(value), value
+
+
 def test_recursion_without_a_finite_value_reads_nothing():
     """A definition that must always recur has no value: its calls are dead ends, which masks
     must never offer (a model would be stuck), so they are removed, and a schema left

@@ -70,8 +70,12 @@ _FIRST_SYMBOL = COUNTED_SYMBOLS[0]
 #: cuts).  Wide symbols are for callees beyond the eleven one-byte ones: one per kind of
 #: object whose members come in any order (:mod:`.member_sets`).
 WIDE_CALL = 0xC1
-#: The wide symbols (:data:`WIDE_CALL` and one id byte).
-WIDE_SYMBOLS = range(0x100, 0x200)
+#: The wide symbols (:data:`WIDE_CALL` and one id byte).  Ids stop below 0xC0: an id byte
+#: that is itself a mark (0xC0 a polarity cut, 0xC1 another wide call, 0xF5-0xFF a one-byte
+#: call) is read as that mark by whatever scans the table for it (``wide_calls`` took the
+#: state after id 0xC1 for a second call's id byte, ``inline_calls`` an id 0xF5 for a counted
+#: call): JsonSchemaStore web-types, past 192 wide symbols, compiled to calls nobody made.
+WIDE_SYMBOLS = range(0x100, 0x1C0)
 
 
 def call_marker(symbol: int = CALL) -> ByteDFA:

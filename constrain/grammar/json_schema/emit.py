@@ -192,6 +192,9 @@ class SchemaEmitter:
         #: whether that is off (in a recursive definition's body that it made uncallable).
         self._class_splits = 0
         self._class_splits_off = False
+        #: How many anyOf/oneOf branches that are a reference beside sibling keywords are being
+        #: built (merged, so recursion through them is unrolled: see :meth:`_note_cut`).
+        self._merged_references = 0
 
     # -- entry points -------------------------------------------------------------
     def root(self) -> RegexNode:
@@ -536,7 +539,7 @@ class SchemaEmitter:
             if self.over:
                 return Automaton(any_suffix_marker())
             self.kept_recursion_cuts += 1
-            if self._shareable(spec.slots):  # not a product's operand, where the cut is documented
+            if self._merged_references and self._shareable(spec.slots):  # not a product's operand
                 self._note_cut(chain)
             return NOTHING
         self._check_unsupported(spec)
@@ -591,10 +594,15 @@ class SchemaEmitter:
         instead, it was unrolled ``max_recursion`` deep, and a deeper valid value was
         refused.
         """
-        if _plain_reference(group.node[index], self.doc.draft) is not None and _constrains_nothing(rest):
+        reference = _plain_reference(group.node[index], self.doc.draft) is not None
+        if reference and _constrains_nothing(rest):
             return self.value_of([group.child(index)], chain, rest.slots)
         branch, branch_chain = merged or self._branch(rest, group, index, chain)
-        return self.spec_tree(branch, branch_chain)
+        self._merged_references += reference
+        try:
+            return self.spec_tree(branch, branch_chain)
+        finally:
+            self._merged_references -= reference
 
     def _branch(self, rest: Spec, group: Loc, index: int, chain: tuple[str, ...]) -> tuple[Spec, tuple[str, ...]]:
         """Branch ``index`` of the anyOf/oneOf ``group`` merged into ``rest``, its members
@@ -980,6 +988,19 @@ class SchemaEmitter:
                     else self._any_order_call(spec, members, extras, groups))
             if call is not None:
                 return call
+        elif extras and not variants and self._shareable(slots) and _extras_counted(spec, members):
+            # Schema order counts the keys written: two additional members with one name
+            # would count twice towards minProperties (a JSON object keeps one of them).
+            # The member loop keeps the names written (in any order); where it cannot stand
+            # (maxProperties below the keys there are), the count stays over the text, and
+            # generate_json's parse refuses an output that repeats a key to make it up.
+            call = self._any_order_call(spec, members, extras, groups)
+            if call is not None:
+                return call
+            note = (f"{(spec.sources[0].pointer if spec.sources else '') or '#'}/minProperties: counted over the "
+                    "keys written (a repeated additional key counts twice; parsed outputs are checked)")
+            if note not in self.notes:
+                self.notes.append(note)
         if self.any_order and not slots and not variants and 1 < len(members) <= MAX_GRAPH_ORDER_MEMBERS:
             graph = _any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups)
         else:  # operands of products and value classes: one order
@@ -1461,12 +1482,13 @@ class SchemaEmitter:
             self._unenforced(loc, keyword, why)
 
     def _note_cut(self, chain: tuple[str, ...]) -> None:
-        """Say where recursion is unrolled outside the operands of products: a recursive
-        reference merged with sibling keywords (``{"minProperties": 1, "anyOf": [{"$ref":
-        ...}]}``) has no callee of its own, and values nested deeper are refused."""
+        """Say where recursion is unrolled outside the operands of products (where
+        ``max_recursion`` documents it): a recursive reference in an anyOf/oneOf branch
+        merged with sibling keywords (``{"minProperties": 1, "anyOf": [{"$ref": ...}]}``)
+        has no callee of its own, and values nested deeper are refused."""
         where = readable_key(chain[-1]) if chain else "#"
-        note = (f"{where}: recursion merged with sibling keywords is unrolled {self.max_recursion} levels deep; "
-                "deeper values are refused")
+        levels = f"{self.max_recursion} level{'' if self.max_recursion == 1 else 's'}"
+        note = f"{where}: recursion merged with sibling keywords is unrolled {levels} deep; deeper values are refused"
         if note not in self.notes:
             self.notes.append(note)
 
@@ -1609,6 +1631,12 @@ def _callable(dfa: ByteDFA) -> bool:
     """Whether ``dfa`` can be a callee's body: it starts with a byte (its start neither
     accepts nor calls), so a call always reads something before it can return."""
     return not dfa.accepting[dfa.start] and not (dfa.trans[dfa.start, [*CALL_SYMBOLS, WIDE_CALL]] >= 0).any()
+
+
+def _extras_counted(spec: Spec, members: list[tuple[str, RegexNode, bool]]) -> bool:
+    """Whether ``minProperties`` may need two additional members or more: then, written in
+    schema order, a repeated additional name could make up the count."""
+    return spec.min_properties >= sum(required for _, _, required in members) + 2
 
 
 def _constrains_nothing(spec: Spec) -> bool:

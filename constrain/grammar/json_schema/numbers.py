@@ -111,7 +111,14 @@ def number_tree(low: Decimal | None, high: Decimal | None, low_exclusive: bool, 
             positive = difference(build_byte_dfa(magnitudes), build_byte_dfa(_ZERO))
             if positive is not None:
                 parts.append(seq(lit("-"), Automaton(positive)))
+    if scientific and _holds_zero(low, high, low_exclusive, high_exclusive):
+        parts.append(lit("-0.0"))  # json.dumps(-0.0): a zero, in range where 0 is
     return alt(*parts)
+
+
+def _holds_zero(low: Decimal | None, high: Decimal | None, low_exclusive: bool, high_exclusive: bool) -> bool:
+    above = low is None or low < 0 or (low == 0 and not low_exclusive)
+    return above and (high is None or high > 0 or (high == 0 and not high_exclusive))
 
 
 _ZERO = seq(lit("0"), opt(seq(lit("."), plus(lit("0")))))
