@@ -227,7 +227,9 @@ class Compiler:
             ``"canonical"``: exactly ``json.dumps``'s ``", "`` and ``": "``;
             ``"compact"``: no whitespace at all.
         property_order:
-            ``"schema"``: listed properties in the schema's order, then any others;
+            ``"schema"``: listed properties in the schema's order, then any others
+            (where ``minProperties`` may need two additional members, the object is
+            the member loop below, which keeps a key from being written twice);
             ``"any"``: the model picks the order, each property at most once and
             every required one present.  An object is a loop over its members whose
             repeats, required keys and ``minProperties`` the matcher keeps

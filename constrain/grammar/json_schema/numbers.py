@@ -117,6 +117,7 @@ def number_tree(low: Decimal | None, high: Decimal | None, low_exclusive: bool, 
 
 
 def _holds_zero(low: Decimal | None, high: Decimal | None, low_exclusive: bool, high_exclusive: bool) -> bool:
+    """Whether zero lies in the interval (then so does the negative zero ``json.dumps`` writes)."""
     above = low is None or low < 0 or (low == 0 and not low_exclusive)
     return above and (high is None or high > 0 or (high == 0 and not high_exclusive))
 
