@@ -997,10 +997,8 @@ class SchemaEmitter:
             call = self._any_order_call(spec, members, extras, groups)
             if call is not None:
                 return call
-            note = (f"{(spec.sources[0].pointer if spec.sources else '') or '#'}/minProperties: counted over the "
-                    "keys written (a repeated additional key counts twice; parsed outputs are checked)")
-            if note not in self.notes:
-                self.notes.append(note)
+            self._note(f"{(spec.sources[0].pointer if spec.sources else '') or '#'}/minProperties: counted over "
+                       "the keys written (a repeated additional key counts twice; parsed outputs are checked)")
         if self.any_order and not slots and not variants and 1 < len(members) <= MAX_GRAPH_ORDER_MEMBERS:
             graph = _any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups)
         else:  # operands of products and value classes: one order
@@ -1488,9 +1486,7 @@ class SchemaEmitter:
         has no callee of its own, and values nested deeper are refused."""
         where = readable_key(chain[-1]) if chain else "#"
         levels = f"{self.max_recursion} level{'' if self.max_recursion == 1 else 's'}"
-        note = f"{where}: recursion merged with sibling keywords is unrolled {levels} deep; deeper values are refused"
-        if note not in self.notes:
-            self.notes.append(note)
+        self._note(f"{where}: recursion merged with sibling keywords is unrolled {levels} deep; deeper values are refused")
 
     def _unenforced(self, loc: Loc, keyword: str, why: str) -> None:
         self._not_exact((loc.pointer or "#") + "/" + keyword, keyword, why)
@@ -1499,7 +1495,10 @@ class SchemaEmitter:
         """Raise in strict mode; otherwise note that ``keyword`` at ``where`` is over-approximated."""
         if self.strict:
             raise SchemaError(f"{keyword} cannot be enforced exactly ({why}); pass strict=False to relax it", where)
-        note = f"{where}: {keyword} not enforced ({why})"
+        self._note(f"{where}: {keyword} not enforced ({why})")
+
+    def _note(self, note: str) -> None:
+        """Add ``note`` to the compile's notes, once (the same place may be built again)."""
         if note not in self.notes:
             self.notes.append(note)
 

@@ -99,7 +99,10 @@ def number_tree(low: Decimal | None, high: Decimal | None, low_exclusive: bool, 
         return NOTHING
     scientific = spelling == JSON_SPELLING
     parts = []
-    if high is None or high > 0 or (high == 0 and not high_exclusive):
+    # Whether the interval reaches zero from above and from below: both, it holds zero.
+    reaches_up = high is None or high > 0 or (high == 0 and not high_exclusive)
+    reaches_down = low is None or low < 0 or (low == 0 and not low_exclusive)
+    if reaches_up:
         lo = low if low is not None and low >= 0 else Decimal(0)
         lo_excl = low_exclusive if low is not None and low >= 0 else False
         parts.append(_bounded_magnitudes(lo, lo_excl, high, high_exclusive, scientific))
@@ -111,15 +114,9 @@ def number_tree(low: Decimal | None, high: Decimal | None, low_exclusive: bool, 
             positive = difference(build_byte_dfa(magnitudes), build_byte_dfa(_ZERO))
             if positive is not None:
                 parts.append(seq(lit("-"), Automaton(positive)))
-    if scientific and _holds_zero(low, high, low_exclusive, high_exclusive):
+    if scientific and reaches_up and reaches_down:
         parts.append(lit("-0.0"))  # json.dumps(-0.0): a zero, in range where 0 is
     return alt(*parts)
-
-
-def _holds_zero(low: Decimal | None, high: Decimal | None, low_exclusive: bool, high_exclusive: bool) -> bool:
-    """Whether zero lies in the interval (then so does the negative zero ``json.dumps`` writes)."""
-    above = low is None or low < 0 or (low == 0 and not low_exclusive)
-    return above and (high is None or high > 0 or (high == 0 and not high_exclusive))
 
 
 _ZERO = seq(lit("0"), opt(seq(lit("."), plus(lit("0")))))
