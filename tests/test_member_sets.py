@@ -112,6 +112,30 @@ def test_repeated_keys_and_dead_ends_are_refused_byte_by_byte():
     assert automaton.is_prefix(b'{"c":1,"b":2,') and not automaton.is_prefix(b'{"c":1,"b":2,"b')
 
 
+@pytest.mark.parametrize("may_be_empty", [False, True])
+def test_a_member_loop_holds_one_copy_of_its_members(may_be_empty):
+    """``separated_loop`` is ``item (, item)*`` (or nothing) with the item wired once: the
+    same language as the tree that repeats it, and a subset construction no larger than
+    the minimal automaton's count plus nothing for a second copy (the tree's was)."""
+    from constrain.automata.byte_dfa import build_byte_dfa
+    from constrain.automata.dfa_ops import difference
+    from constrain.grammar.json_schema.emit import separated_loop
+    from constrain.grammar.json_schema.trees import alt, lit, opt, seq, star
+
+    item = alt(*(seq(lit(f'"{name}"'), lit(":"), lit(value)) for name, value in
+                 [("alpha", "1"), ("beta", "true"), ("gamma", '"x"'), ("delta", "null")]))
+    tree = seq(item, star(seq(lit(","), item)))
+    repeated = seq(lit("{"), opt(tree) if may_be_empty else tree, lit("}"))
+    shared = seq(lit("{"), separated_loop(item, lit(","), may_be_empty), lit("}"))
+    minimal = build_byte_dfa(shared)
+    assert difference(minimal, build_byte_dfa(repeated)) is None and difference(build_byte_dfa(repeated), minimal) is None
+    assert minimal.matches(b"{}") == may_be_empty
+    assert minimal.matches(b'{"beta":true,"alpha":1,"beta":true}') and not minimal.matches(b'{"beta":true,}')
+    unminimised = build_byte_dfa(shared, minimize=False).num_states
+    assert unminimised < build_byte_dfa(repeated, minimize=False).num_states
+    assert unminimised <= minimal.num_states + 2
+
+
 def test_schema_order_is_unchanged_and_unique_items_join_the_member_loop():
     schema = SCHEMAS["required and optional"]
     assert not schema_to_dfa(schema).members

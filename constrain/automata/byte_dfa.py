@@ -155,22 +155,22 @@ class _NFA:
                     np.ascontiguousarray(edges[:, 2]), np.ascontiguousarray(edges[:, 3]))
 
     def build(self, node: RegexNode, start: int, end: int) -> None:
-        """Wire ``node`` between ``start`` and ``end``."""
-        if isinstance(node, CharSet):
-            self.build_charset(node, start, end)
-        elif isinstance(node, Concat):
-            self.build_concat(node.items, start, end)
-        elif isinstance(node, Alt):
-            for item in node.items:
-                self.build(item, start, end)
-        elif isinstance(node, Repeat):
-            self.build_repeat(node, start, end)
-        elif isinstance(node, Automaton):
-            self.build_automaton(node.dfa, start, end)
-        elif isinstance(node, Graph):
-            self.build_graph(node, start, end)
-        else:  # pragma: no cover - the parser produces nothing else
+        """Wire ``node`` between ``start`` and ``end``.
+
+        Dispatched on the node's type through :data:`_BUILDERS`: a schema's tree is
+        hundreds of nodes, and one dict lookup per node is cheaper than a chain of
+        ``isinstance`` tests."""
+        builder = _BUILDERS.get(type(node))
+        if builder is None:  # pragma: no cover - the parser produces nothing else
             raise TypeError(f"unknown regex node {node!r}")
+        builder(self, node, start, end)
+
+    def build_alt(self, node: Alt, start: int, end: int) -> None:
+        for item in node.items:
+            self.build(item, start, end)
+
+    def build_embedded(self, node: Automaton, start: int, end: int) -> None:
+        self.build_automaton(node.dfa, start, end)
 
     def build_automaton(self, dfa: "ByteDFA", start: int, end: int) -> None:
         """Wire a copy of ``dfa`` between ``start`` and ``end`` (one NFA state per DFA state)."""
@@ -237,9 +237,10 @@ class _NFA:
             lo, hi = seq[0]
             self.add_edge(start, lo, hi, target)
 
-    def build_concat(self, items, start: int, end: int) -> None:
-        """Chain ``items`` through fresh states; ASCII characters (literals: most of a
-        schema's keys) are wired here directly, the commonest node by far."""
+    def build_concat(self, node: Concat, start: int, end: int) -> None:
+        """Chain ``node``'s items through fresh states; ASCII characters (literals: most of
+        a schema's keys) are wired here directly, the commonest node by far."""
+        items = node.items
         if not items:
             self.add_eps(start, end)
             return
@@ -249,9 +250,8 @@ class _NFA:
         current = start
         for k, item in enumerate(items):
             nxt = end if k == last else base + k
-            ranges = _ascii_ranges(item)
-            if ranges is not None:
-                for lo, hi in ranges:
+            if type(item) is CharSet and item.ranges and item.ranges[-1][1] < 0x80:
+                for lo, hi in item.ranges:
                     edges += (current, lo, hi, nxt)
             else:
                 self.build(item, current, nxt)
@@ -283,6 +283,11 @@ class _NFA:
             self.build(node.item, current, nxt)
             current = nxt
         self.add_eps(current, end)
+
+
+#: :meth:`_NFA.build` by node type.
+_BUILDERS = {CharSet: _NFA.build_charset, Concat: _NFA.build_concat, Alt: _NFA.build_alt,
+             Repeat: _NFA.build_repeat, Automaton: _NFA.build_embedded, Graph: _NFA.build_graph}
 
 
 def _ascii_ranges(node: RegexNode) -> tuple | None:
@@ -772,3 +777,6 @@ def warm_up() -> None:
 
     symbol = COUNTED_SYMBOLS[0]
     inline_calls(call_marker(symbol), symbol, build_byte_dfa(parse_regex('"a*"')), MAX_DFA_STATES)
+    from ._dfa_kernels import string_inside
+
+    string_inside(looping.trans, looping.start)

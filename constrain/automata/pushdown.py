@@ -93,11 +93,9 @@ def call_marker(symbol: int = CALL) -> ByteDFA:
 def wide_calls(trans: np.ndarray) -> list[tuple[int, int, int]]:
     """``(state, symbol, return state)`` of every wide call move (:data:`WIDE_CALL`, id) in ``trans``."""
     callers = np.flatnonzero(trans[:, WIDE_CALL] >= 0)
-    found = []
-    for state, middle in zip(callers.tolist(), trans[callers, WIDE_CALL].tolist()):
-        row = trans[middle]
-        found += [(state, WIDE_SYMBOLS[0] + byte, int(row[byte])) for byte in np.flatnonzero(row >= 0).tolist()]
-    return found
+    rows = trans[trans[callers, WIDE_CALL]]  # each caller's middle state: its moves are the ids
+    which, ids = np.nonzero(rows >= 0)  # by caller, then id
+    return list(zip(callers[which].tolist(), (ids + WIDE_SYMBOLS[0]).tolist(), rows[which, ids].tolist()))
 
 
 def without_symbols(trans: np.ndarray, symbols) -> np.ndarray:
