@@ -325,6 +325,23 @@ def test_numba_construction_matches_reference(pattern):
     _assert_kernel_matches_reference(parse_regex(pattern))
 
 
+@pytest.mark.parametrize("pattern, words, non_words", [
+    ("[0-9]+", ["7", "70", "7000"], ["", "7a"]),
+    ("(ab)+", ["ab", "abab"], ["", "a", "aba"]),
+    ("x(é|ab){2,}", ["xabé", "xéabéé"], ["x", "xab", "xaba"]),
+])
+def test_one_or_more_is_one_copy_looped(pattern, words, non_words):
+    """``x+`` is wired as one copy of ``x`` entered once and repeated: its subset
+    construction is already minimal (``x x*`` gave equal states after the first pass
+    and after the later ones, merged only by minimisation)."""
+    from constrain.automata.byte_dfa import build_byte_dfa
+    from constrain.grammar.regex import parse_regex
+
+    built = build_byte_dfa(parse_regex(pattern), minimize=False)
+    assert built.num_states == build_byte_dfa(parse_regex(pattern)).num_states
+    assert all(built.matches(w.encode()) for w in words) and not any(built.matches(w.encode()) for w in non_words)
+
+
 def test_numba_construction_finds_a_large_closure_again_whatever_order_it_is_reached_in():
     """A closure past the kernel's insertion sort (a wide ``anyOf`` holds hundreds of NFA
     states) must still be interned by its members: ``x`` and ``y`` reach the same set with

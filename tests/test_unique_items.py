@@ -157,6 +157,44 @@ def test_the_inside_of_a_string_is_searched_exactly(pattern):
     assert {(int(s), e) for e in (0, 1) for s in np.flatnonzero(reached[e])} == expected
 
 
+@pytest.mark.parametrize("pattern", ['"([a-z]|\\\\n)*"', '"a\\\\"?b"x', '"[a-c]{0,2}"', '"(ab)+c"', '"x(y*z|w)"',
+                                     '"(\\\\\\\\|[^"\\\\])*"|"[0-9]{2}"'])
+def test_strings_that_go_on_forever_are_found_from_every_point(pattern):
+    """``string_loops`` (numba) against a Python search: from a pair inside the string,
+    some path never closes it exactly when a cycle of moves that stay inside is
+    reachable."""
+    from constrain.automata._dfa_kernels import string_loops
+
+    dfa = regex_to_dfa(pattern)
+
+    def moves(pair):
+        state, escaped = pair
+        for byte in range(256):
+            target = int(dfa.trans[state, byte])
+            if target >= 0 and (escaped or byte != ord('"')):
+                yield target, int(byte == ord("\\") and not escaped)
+
+    def reachable(pair):
+        seen, todo = {pair}, [pair]
+        while todo:
+            for nxt in moves(todo.pop()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    def on_a_cycle(pair):
+        return any(pair in reachable(nxt) for nxt in moves(pair))
+
+    start = int(dfa.trans[dfa.start, ord('"')])
+    for origin in sorted(reachable((start, 0))):
+        reached, looping = string_loops(dfa.trans, *origin)
+        inside = reachable(origin)
+        assert {(s, e) for e in (0, 1) for s in range(dfa.num_states) if reached[e, s]} == inside
+        for pair in inside:
+            assert looping[pair[1], pair[0]] == any(on_a_cycle(p) for p in reachable(pair)), (pattern, pair)
+
+
 class _UniqueStringsOracle(RegexOracle):
     """Compact arrays of distinct strings of ``[a-c]``: the structure by partial matching,
     distinctness by decoding the strings the prefix completes."""

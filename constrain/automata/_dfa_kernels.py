@@ -902,10 +902,22 @@ def json_places(block, returns, lo, start):
 
 
 # -- the inside of a JSON string (json_strings.string_values) ---------------------------
+@njit(cache=True, nogil=True, inline="always")
+def _inside_move(escaped, byte):  # pragma: no cover - compiled
+    """Where ``byte`` leads inside a string: 0 (unescaped) or 1 (after a backslash), or -1
+    when it is the quote that closes the string."""
+    if escaped == 1:
+        return 0
+    if byte == 34:  # "
+        return -1
+    return 1 if byte == 92 else 0  # backslash
+
+
 @njit(cache=True, nogil=True)
-def string_inside(trans, start):  # pragma: no cover - compiled
-    """The pairs (state, just after a backslash) reached inside a string from ``start``
-    (just after its opening quote) without closing it: ``reached[escaped, state]``.
+def string_inside(trans, start, escaped=0):  # pragma: no cover - compiled
+    """The pairs (state, just after a backslash) reached inside a string from ``(start,
+    escaped)`` (by default just after its opening quote) without closing it:
+    ``reached[escaped, state]``.
 
     An unescaped quote closes the string and is not followed; a backslash escapes
     the next byte, whatever it is (the table says which bytes may follow it).
@@ -913,27 +925,73 @@ def string_inside(trans, start):  # pragma: no cover - compiled
     n = trans.shape[0]
     reached = np.zeros((2, n), np.bool_)
     stack = np.empty(2 * n, np.int64)  # pair = escaped * n + state
-    reached[0, start] = True
-    stack[0] = start
+    reached[escaped, start] = True
+    stack[0] = escaped * n + start
     top = 1
     while top > 0:
         top -= 1
         pair = stack[top]
-        escaped, state = pair // n, pair % n
+        here, state = pair // n, pair % n
         for byte in range(256):
             target = trans[state, byte]
-            if target < 0:
+            nxt = _inside_move(here, byte)
+            if target < 0 or nxt < 0:
                 continue
-            if escaped == 1:
-                nxt = 0
-            elif byte == 34:  # " closes the string
-                continue
-            elif byte == 92:  # backslash
-                nxt = 1
-            else:
-                nxt = 0
             if not reached[nxt, target]:
                 reached[nxt, target] = True
                 stack[top] = nxt * n + target
                 top += 1
     return reached
+
+
+@njit(cache=True, nogil=True)
+def string_loops(trans, start, escaped):  # pragma: no cover - compiled
+    """``(reached, looping)`` over the pairs inside a string from ``(start, escaped)``
+    (:func:`string_inside`): ``looping[e, s]`` where some path from the pair never
+    closes the string.  The pairs whose every move ends (closes the string or leads
+    to pairs that do) are peeled off until none is left; the rest can go on forever.
+    """
+    n = trans.shape[0]
+    reached = string_inside(trans, start, escaped)
+    nodes = np.flatnonzero(reached.ravel())  # pair ids: escaped * n + state
+    out = np.zeros(2 * n, np.int64)  # moves that stay inside, by pair
+    counts = np.zeros(2 * n + 1, np.int64)  # reverse moves, grouped by target pair
+    for pair in nodes:
+        here, state = pair // n, pair % n
+        for byte in range(256):
+            target = trans[state, byte]
+            nxt = _inside_move(here, byte)
+            if target >= 0 and nxt >= 0:
+                out[pair] += 1
+                counts[nxt * n + target + 1] += 1
+    for k in range(2 * n):
+        counts[k + 1] += counts[k]
+    sources = np.empty(counts[2 * n], np.int64)
+    fill = counts[:-1].copy()
+    for pair in nodes:
+        here, state = pair // n, pair % n
+        for byte in range(256):
+            target = trans[state, byte]
+            nxt = _inside_move(here, byte)
+            if target >= 0 and nxt >= 0:
+                sources[fill[nxt * n + target]] = pair
+                fill[nxt * n + target] += 1
+    looping = reached.copy().ravel()
+    stack = np.empty(nodes.shape[0], np.int64)
+    top = 0
+    for pair in nodes:
+        if out[pair] == 0:
+            looping[pair] = False
+            stack[top] = pair
+            top += 1
+    while top > 0:
+        top -= 1
+        pair = stack[top]
+        for k in range(counts[pair], counts[pair + 1]):
+            before = sources[k]
+            out[before] -= 1
+            if out[before] == 0 and looping[before]:
+                looping[before] = False
+                stack[top] = before
+                top += 1
+    return reached, looping.reshape(2, n)

@@ -258,24 +258,37 @@ class _NFA:
             current = nxt
 
     def build_repeat(self, node: Repeat, start: int, end: int) -> None:
+        """``node.item`` ``node.min`` to ``node.max`` times.
+
+        Unbounded, the last required copy is the loop's own first pass (``x+`` is one
+        copy of ``x`` entered once and repeated, not ``x x*``): two copies would give the
+        subset construction two equal states for every point of ``x`` (after the first
+        digit of a number and after the later ones), which only minimisation merges,
+        and the schema's whole automaton is not minimised."""
+        unbounded = node.max is None
+        at_least_one = unbounded and node.min > 0
         current = start
-        for _ in range(node.min):
+        for _ in range(node.min - 1 if at_least_one else node.min):
             nxt = self.new_state()
             self.build(node.item, current, nxt)
             current = nxt
-        if node.max is None:
+        if unbounded:
             ranges = _ascii_ranges(node.item)
             if ranges is not None:  # one looping state (flexible whitespace: hundreds per schema)
                 loop = self.new_state()
-                self.eps += (current, loop, loop, end)
+                self.eps += (loop, end)
                 for lo, hi in ranges:
                     self.edges += (loop, lo, hi, loop)
+                    if at_least_one:
+                        self.edges += (current, lo, hi, loop)
+                if not at_least_one:
+                    self.eps += (current, loop)
                 return
             loop_in, loop_out = self.new_state(), self.new_state()
             self.add_eps(current, loop_in)
             self.build(node.item, loop_in, loop_out)
             self.add_eps(loop_out, loop_in)
-            self.add_eps(loop_in, end)
+            self.add_eps(loop_out if at_least_one else loop_in, end)
             return
         for _ in range(node.max - node.min):
             nxt = self.new_state()
@@ -777,6 +790,7 @@ def warm_up() -> None:
 
     symbol = COUNTED_SYMBOLS[0]
     inline_calls(call_marker(symbol), symbol, build_byte_dfa(parse_regex('"a*"')), MAX_DFA_STATES)
-    from ._dfa_kernels import string_inside
+    from ._dfa_kernels import string_inside, string_loops
 
     string_inside(looping.trans, looping.start)
+    string_loops(looping.trans, looping.start, 0)

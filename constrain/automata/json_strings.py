@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._dfa_kernels import string_inside
+from ._dfa_kernels import string_inside, string_loops
 from .byte_dfa import ByteDFA
 from .pushdown import CALL_SYMBOLS, WIDE_CALL
 
@@ -144,26 +144,6 @@ def _acyclic_order(successors: dict) -> list | None:
     return order if len(order) == len(successors) else None
 
 
-def _looping(successors: dict) -> set:
-    """The nodes from which some path goes on forever (those left once the nodes whose
-    every successor ends are peeled off)."""
-    alive = {node: set(nexts) for node, nexts in successors.items()}
-    predecessors: dict = {node: set() for node in successors}
-    for node, nexts in successors.items():
-        for nxt in nexts:
-            predecessors[nxt].add(node)
-    ended = [node for node, nexts in alive.items() if not nexts]
-    while ended:
-        node = ended.pop()
-        for before in predecessors[node]:
-            nexts = alive[before]
-            nexts.discard(node)
-            if not nexts:
-                ended.append(before)
-        alive[node] = None
-    return {node for node, nexts in alive.items() if nexts is not None}
-
-
 class StringEnds:
     """How the strings open at states of one table can end: for keeping strings
     distinct from those written before (array items, object keys)."""
@@ -196,11 +176,11 @@ class StringEnds:
         """Whether from (``state``, ``escaped``) inside a string some path never closes it."""
         key = (state, escaped)
         found = self._loops.get(key)
-        if found is None:
-            successors, _ = _inside_graph(self.trans, state, None, escaped)
-            looping = _looping(successors)
-            for node in successors:
-                self._loops[node] = node in looping
+        if found is None:  # every pair the search reaches is answered at once
+            reached, looping = string_loops(self.trans, state, int(escaped))
+            for flag in (0, 1):
+                for node in np.flatnonzero(reached[flag]).tolist():
+                    self._loops[(node, bool(flag))] = bool(looping[flag, node])
             found = self._loops[key]
         return found
 
