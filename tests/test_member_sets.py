@@ -119,8 +119,7 @@ def test_a_member_loop_holds_one_copy_of_its_members(may_be_empty):
     the minimal automaton's count plus nothing for a second copy (the tree's was)."""
     from constrain.automata.byte_dfa import build_byte_dfa
     from constrain.automata.dfa_ops import difference
-    from constrain.grammar.json_schema.emit import separated_loop
-    from constrain.grammar.json_schema.trees import alt, lit, opt, seq, star
+    from constrain.grammar.json_schema.trees import NOTHING, EMPTY, alt, lit, opt, separated_loop, seq, star
 
     item = alt(*(seq(lit(f'"{name}"'), lit(":"), lit(value)) for name, value in
                  [("alpha", "1"), ("beta", "true"), ("gamma", '"x"'), ("delta", "null")]))
@@ -134,6 +133,7 @@ def test_a_member_loop_holds_one_copy_of_its_members(may_be_empty):
     unminimised = build_byte_dfa(shared, minimize=False).num_states
     assert unminimised < build_byte_dfa(repeated, minimize=False).num_states
     assert unminimised <= minimal.num_states + 2
+    assert separated_loop(NOTHING, lit(","), may_be_empty) is (EMPTY if may_be_empty else NOTHING)
 
 
 def test_schema_order_is_unchanged_and_unique_items_join_the_member_loop():

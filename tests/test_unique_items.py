@@ -163,6 +163,8 @@ def test_strings_that_go_on_forever_are_found_from_every_point(pattern):
     """``string_loops`` (numba) against a Python search: from a pair inside the string,
     some path never closes it exactly when a cycle of moves that stay inside is
     reachable."""
+    import numpy as np
+
     from constrain.automata._dfa_kernels import string_loops
 
     dfa = regex_to_dfa(pattern)
@@ -186,13 +188,14 @@ def test_strings_that_go_on_forever_are_found_from_every_point(pattern):
     def on_a_cycle(pair):
         return any(pair in reachable(nxt) for nxt in moves(pair))
 
-    start = int(dfa.trans[dfa.start, ord('"')])
+    start, n = int(dfa.trans[dfa.start, ord('"')]), dfa.num_states
+    local = np.full(2 * n, -1, dtype=np.int64)
     for origin in sorted(reachable((start, 0))):
-        reached, looping = string_loops(dfa.trans, *origin)
-        inside = reachable(origin)
-        assert {(s, e) for e in (0, 1) for s in range(dfa.num_states) if reached[e, s]} == inside
-        for pair in inside:
-            assert looping[pair[1], pair[0]] == any(on_a_cycle(p) for p in reachable(pair)), (pattern, pair)
+        pairs, looping = string_loops(dfa.trans, *origin, local)
+        found = {(pair % n, int(pair >= n)): bool(loops) for pair, loops in zip(pairs.tolist(), looping.tolist())}
+        assert found.keys() == reachable(origin) and (local == -1).all()  # the scratch is clean again
+        for pair, loops in found.items():
+            assert loops == any(on_a_cycle(p) for p in reachable(pair)), (pattern, pair)
 
 
 class _UniqueStringsOracle(RegexOracle):

@@ -945,53 +945,76 @@ def string_inside(trans, start, escaped=0):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def string_loops(trans, start, escaped):  # pragma: no cover - compiled
-    """``(reached, looping)`` over the pairs inside a string from ``(start, escaped)``
-    (:func:`string_inside`): ``looping[e, s]`` where some path from the pair never
-    closes the string.  The pairs whose every move ends (closes the string or leads
-    to pairs that do) are peeled off until none is left; the rest can go on forever.
+def string_loops(trans, start, escaped, local):  # pragma: no cover - compiled
+    """``(pairs, looping)`` over the pairs inside a string from ``(start, escaped)``:
+    ``pairs`` the pairs reached without closing it (as ``escaped * n + state``, ``n``
+    the table's size), ``looping[i]`` whether some path from ``pairs[i]`` never closes
+    the string.  The pairs whose every move ends (closes the string or leads to pairs
+    that do) are peeled off until none is left; the rest can go on forever.
+
+    The work is in the region's size, not the table's (a pushdown table has hundreds
+    of thousands of rows, and a long value asks this of many strings): ``local`` is a
+    scratch of ``2 * n`` entries, all -1, which holds the region's own numbering and
+    is -1 again on return.
     """
     n = trans.shape[0]
-    reached = string_inside(trans, start, escaped)
-    nodes = np.flatnonzero(reached.ravel())  # pair ids: escaped * n + state
-    out = np.zeros(2 * n, np.int64)  # moves that stay inside, by pair
-    counts = np.zeros(2 * n + 1, np.int64)  # reverse moves, grouped by target pair
-    for pair in nodes:
+    pairs = np.empty(64, np.int64)
+    edge_from = np.empty(256, np.int64)
+    edge_to = np.empty(256, np.int64)
+    first = escaped * n + start
+    local[first] = 0
+    pairs[0] = first
+    count, edges, head = 1, 0, 0
+    while head < count:  # breadth first: each pair's moves that stay inside, numbered locally
+        pair = pairs[head]
         here, state = pair // n, pair % n
         for byte in range(256):
             target = trans[state, byte]
             nxt = _inside_move(here, byte)
-            if target >= 0 and nxt >= 0:
-                out[pair] += 1
-                counts[nxt * n + target + 1] += 1
-    for k in range(2 * n):
-        counts[k + 1] += counts[k]
-    sources = np.empty(counts[2 * n], np.int64)
-    fill = counts[:-1].copy()
-    for pair in nodes:
-        here, state = pair // n, pair % n
-        for byte in range(256):
-            target = trans[state, byte]
-            nxt = _inside_move(here, byte)
-            if target >= 0 and nxt >= 0:
-                sources[fill[nxt * n + target]] = pair
-                fill[nxt * n + target] += 1
-    looping = reached.copy().ravel()
-    stack = np.empty(nodes.shape[0], np.int64)
+            if target < 0 or nxt < 0:
+                continue
+            other = nxt * n + target
+            if local[other] < 0:
+                pairs = _grow_1d(pairs, count + 1)
+                local[other] = count
+                pairs[count] = other
+                count += 1
+            edge_from = _grow_1d(edge_from, edges + 1)
+            edge_to = _grow_1d(edge_to, edges + 1)
+            edge_from[edges] = head
+            edge_to[edges] = local[other]
+            edges += 1
+        head += 1
+    out = np.zeros(count, np.int64)  # moves that stay inside, by local pair
+    starts = np.zeros(count + 1, np.int64)  # reverse moves, grouped by target
+    for e in range(edges):
+        out[edge_from[e]] += 1
+        starts[edge_to[e] + 1] += 1
+    for k in range(count):
+        starts[k + 1] += starts[k]
+    sources = np.empty(edges, np.int64)
+    fill = starts[:-1].copy()
+    for e in range(edges):
+        sources[fill[edge_to[e]]] = edge_from[e]
+        fill[edge_to[e]] += 1
+    looping = np.ones(count, np.bool_)
+    stack = np.empty(count, np.int64)
     top = 0
-    for pair in nodes:
-        if out[pair] == 0:
-            looping[pair] = False
-            stack[top] = pair
+    for k in range(count):
+        if out[k] == 0:
+            looping[k] = False
+            stack[top] = k
             top += 1
     while top > 0:
         top -= 1
-        pair = stack[top]
-        for k in range(counts[pair], counts[pair + 1]):
-            before = sources[k]
+        k = stack[top]
+        for j in range(starts[k], starts[k + 1]):
+            before = sources[j]
             out[before] -= 1
             if out[before] == 0 and looping[before]:
                 looping[before] = False
                 stack[top] = before
                 top += 1
-    return reached, looping.reshape(2, n)
+    for k in range(count):
+        local[pairs[k]] = -1
+    return pairs[:count].copy(), looping

@@ -793,4 +793,4 @@ def warm_up() -> None:
     from ._dfa_kernels import string_inside, string_loops
 
     string_inside(looping.trans, looping.start)
-    string_loops(looping.trans, looping.start, 0)
+    string_loops(looping.trans, looping.start, 0, np.full(2 * looping.num_states, -1, dtype=np.int64))

@@ -95,30 +95,30 @@ def _goes_on_everywhere(item: ByteDFA, start: int) -> bool | None:
     return True if stays else None
 
 
-def _inside_graph(trans: np.ndarray, start: int, accepting: np.ndarray | None, escaped: bool = False):
-    """The pairs (state, escaped) inside a string from ``(start, escaped)`` (by default
-    just after its opening quote): ``(successors, closing)``: ``successors[node][nxt]`` how many bytes lead
-    from ``node`` to ``nxt``, ``closing[node]`` 1 where the closing quote leaves from it.
-    With ``accepting`` (an item's own DFA), None unless every closing quote ends the
-    item and nothing inside accepts or calls."""
+def _inside_graph(trans: np.ndarray, start: int, accepting: np.ndarray):
+    """The pairs (state, escaped) inside a string from ``start`` (just after its opening
+    quote) of an item's own DFA: ``(successors, closing)``: ``successors[node][nxt]``
+    how many bytes lead from ``node`` to ``nxt``, ``closing[node]`` 1 where the closing
+    quote leaves from it.  None unless every closing quote ends the item and nothing
+    inside accepts or calls."""
     calls = [*CALL_SYMBOLS, WIDE_CALL]
     successors: dict[tuple[int, bool], dict[tuple[int, bool], int]] = {}
     closing: dict[tuple[int, bool], int] = {}
-    todo = [(start, escaped)]
+    todo = [(start, False)]
     while todo:
         node = todo.pop()
         if node in successors:
             continue
         state, escaped = node
         row = trans[state]
-        if accepting is not None and (accepting[state] or (row[calls] >= 0).any()):
+        if accepting[state] or (row[calls] >= 0).any():
             return None
         nexts: dict[tuple[int, bool], int] = {}
         closing[node] = 0
         for byte in np.flatnonzero(row >= 0).tolist():
             target = int(row[byte])
             if byte == _QUOTE and not escaped:
-                if accepting is not None and (not accepting[target] or (trans[target] >= 0).any()):
+                if not accepting[target] or (trans[target] >= 0).any():
                     return None
                 closing[node] = 1
                 continue
@@ -151,6 +151,7 @@ class StringEnds:
     def __init__(self, trans: np.ndarray) -> None:
         self.trans = trans
         self._loops: dict[tuple[int, bool], bool] = {}
+        self._local: np.ndarray | None = None  # string_loops' scratch, made on first use
 
     def fresh(self, state: int, text: bytes, escaped: bool, written: frozenset[bytes]) -> bool:
         """Some way on from ``state`` (inside a string, ``text`` read so far) closes the
@@ -177,10 +178,12 @@ class StringEnds:
         key = (state, escaped)
         found = self._loops.get(key)
         if found is None:  # every pair the search reaches is answered at once
-            reached, looping = string_loops(self.trans, state, int(escaped))
-            for flag in (0, 1):
-                for node in np.flatnonzero(reached[flag]).tolist():
-                    self._loops[(node, bool(flag))] = bool(looping[flag, node])
+            if self._local is None:
+                self._local = np.full(2 * len(self.trans), -1, dtype=np.int64)
+            pairs, looping = string_loops(self.trans, state, int(escaped), self._local)
+            n = len(self.trans)
+            for pair, loops in zip(pairs.tolist(), looping.tolist()):
+                self._loops[(pair % n, pair >= n)] = loops
             found = self._loops[key]
         return found
 

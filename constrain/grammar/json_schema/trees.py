@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..regex import EMPTY, Alt, CharSet, Concat, Repeat, RegexNode
+from ..regex import EMPTY, Alt, CharSet, Concat, Graph, Repeat, RegexNode
 
-__all__ = ["lit", "cls", "seq", "alt", "opt", "star", "plus", "rep", "NOTHING", "DIGIT", "NONZERO", "EMPTY"]
+__all__ = ["lit", "cls", "seq", "alt", "opt", "star", "plus", "rep", "separated_loop", "NOTHING", "DIGIT", "NONZERO", "EMPTY"]
 
 NOTHING: RegexNode = Alt(())  # the empty language: a branch that can never be taken
 
@@ -54,6 +54,23 @@ def rep(item: RegexNode, low: int, high: int | None) -> RegexNode:
     if item is NOTHING:
         return EMPTY if low == 0 else NOTHING
     return Repeat(item, low, high)
+
+
+def separated_loop(item: RegexNode, separator: RegexNode, may_be_empty: bool) -> RegexNode:
+    """``item (separator item)*`` (or nothing, where ``may_be_empty``) with one copy of
+    ``item``: a graph whose first item and the following ones enter one shared state.
+
+    The tree ``seq(item, star(seq(separator, item)))`` wires ``item`` twice, and the
+    subset construction then builds two equal copies of its automaton that only
+    minimisation merges again: a member loop's DFA came out three times its minimal
+    size (130,000 states for 41,000 over 300 median benchmark schemas in any order),
+    and determinising and minimising it was most of an any-order compile.
+    """
+    if item is NOTHING:
+        return EMPTY if may_be_empty else NOTHING
+    start, entry, after = 0, 1, 2
+    return Graph(3, start, (start, after) if may_be_empty else (after,),
+                 ((start, EMPTY, entry), (entry, item, after), (after, separator, entry)))
 
 
 def _cp(value: str | int) -> int:
