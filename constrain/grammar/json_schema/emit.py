@@ -2588,9 +2588,8 @@ def _by_value(members: list[tuple[str, RegexNode, bool]], extras: list[tuple[Reg
 def _digest(dfa: ByteDFA) -> str:
     """A digest of ``dfa``'s table: callees of equal languages (and rules) are built once.
 
-    Hashes the table's byte runs (:meth:`ByteDFA.run_table`, which embedding the
-    callee needs anyway), a tenth of its 256 columns: they and the accepting states
-    determine it."""
+    Hashes the table's byte runs (:meth:`ByteDFA.run_table`, memoised on the DFA), about
+    a tenth of its 256 columns: the runs and the accepting states determine the table."""
     return hashlib.blake2b(dfa.run_table().tobytes() + dfa.accepting.tobytes() + str(dfa.start).encode(),
                            digest_size=16).hexdigest()
 
