@@ -482,6 +482,28 @@ def test_products_agree_with_membership(left, right):
                 assert (dfa is not None and dfa.matches(text)) == want, (op, left, right, text)
 
 
+def test_large_products_agree_with_membership():
+    """A product of 1,408 reachable pairs (the last seven letters times the count of a's
+    modulo 11) outgrows the kernel's first arrays and its pair table several times; the
+    three products still accept exactly what ``re`` says of both sides, on random strings."""
+    from constrain.automata import _dfa_kernels
+    from constrain.automata.dfa_ops import _with_sink, difference, intersect, union
+
+    left, right = "[ab]*a[ab]{6}", "((b*a){11})*b*"
+    a, b = regex_to_dfa(left), regex_to_dfa(right)
+    status, trans, _, _ = _dfa_kernels.pair_product(_with_sink(a.trans), _with_sink(b.trans), int(a.start),
+                                                    int(b.start), _dfa_kernels.PRODUCT_MODES["or"], 10**6)
+    assert status == 0 and trans.shape[0] == 128 * 11
+    results = {"and": intersect(a, b), "or": union(a, b), "diff": difference(a, b)}
+    rules = {"and": lambda x, y: x and y, "or": lambda x, y: x or y, "diff": lambda x, y: x and not y}
+    rng = random.Random(5)
+    for _ in range(3000):
+        text = "".join(rng.choice("ab") for _ in range(rng.randint(0, 40)))
+        x, y = re.fullmatch(left, text) is not None, re.fullmatch(right, text) is not None
+        for op, dfa in results.items():
+            assert dfa.matches(text.encode()) == rules[op](x, y), (op, text)
+
+
 @pytest.mark.parametrize("pattern, words", [
     ("[ab]*c?", [b"", b"a", b"ab", b"abc", b"ba"]),  # the empty word, prefixes of one another
     ("a[bc]*", [b"ab", b"abc", b"b", b"acx"]),  # words outside the language take nothing away

@@ -626,9 +626,9 @@ def pair_product(ta, tb, start_a, start_b, mode, max_states):  # pragma: no cove
     capacity = 1024
     table_keys = np.full(capacity, -1, np.int64)
     table_ids = np.empty(capacity, np.int32)
-    pair_a = np.empty(256, np.int32)
-    pair_b = np.empty(256, np.int32)
-    trans = np.empty((256, 256), np.int32)
+    pair_a = np.empty(512, np.int32)
+    pair_b = np.empty(512, np.int32)
+    trans = np.empty((512, 256), np.int32)
     key = np.int64(start_a) * width + start_b
     slot = _pair_slot(table_keys, key, np.uint64(capacity - 1))
     table_keys[slot] = key
@@ -643,6 +643,18 @@ def pair_product(ta, tb, start_a, start_b, mode, max_states):  # pragma: no cove
         last_a = -2  # the previous byte's pair: runs of bytes (ranges) lead to one pair
         last_b = -2
         last_id = -1
+        # Room for every pair the row may add, before its byte loop: growing the
+        # arrays inside that loop made the whole product ten times slower.
+        if count + 256 > pair_a.shape[0]:
+            pair_a = _grow_1d(pair_a, count + 256)
+            pair_b = _grow_1d(pair_b, count + 256)
+            grown = np.empty((pair_a.shape[0], 256), np.int32)
+            grown[:count] = trans[:count]
+            trans = grown
+        if 2 * (count + 256) > capacity:  # keep the table at most half full
+            while 2 * (count + 256) > capacity:
+                capacity *= 2
+            table_keys, table_ids = _rehash_pairs(table_keys, table_ids, capacity)
         for byte in range(256):
             ra = ta[sa, byte]
             rb = tb[sb, byte]
@@ -667,19 +679,9 @@ def pair_product(ta, tb, start_a, start_b, mode, max_states):  # pragma: no cove
                     return PRODUCT_OVERFLOW, trans[:0], pair_a[:0], pair_b[:0]
                 table_keys[slot] = key
                 table_ids[slot] = count
-                if count >= pair_a.shape[0]:
-                    pair_a = _grow_1d(pair_a, count + 1)
-                    pair_b = _grow_1d(pair_b, count + 1)
-                    grown = np.empty((pair_a.shape[0], 256), np.int32)
-                    grown[:count] = trans[:count]
-                    trans = grown
                 pair_a[count] = ra
                 pair_b[count] = rb
                 count += 1
-                if 2 * count > capacity:  # keep the table at most half full
-                    capacity *= 2
-                    table_keys, table_ids = _rehash_pairs(table_keys, table_ids, capacity)
-                    slot = _pair_slot(table_keys, key, np.uint64(capacity - 1))
             last_id = table_ids[slot]
             trans[done, byte] = last_id
         done += 1
@@ -968,19 +970,25 @@ def string_loops(trans, start, escaped, local):  # pragma: no cover - compiled
     while head < count:  # breadth first: each pair's moves that stay inside, numbered locally
         pair = pairs[head]
         here, state = pair // n, pair % n
+        # Room for the row's 256 moves first: an array reassigned inside the byte loop
+        # made that loop twenty times slower.
+        pairs = _grow_1d(pairs, count + 256)
+        edge_from = _grow_1d(edge_from, edges + 256)
+        edge_to = _grow_1d(edge_to, edges + 256)
+        last = -1
         for byte in range(256):
             target = trans[state, byte]
             nxt = _inside_move(here, byte)
             if target < 0 or nxt < 0:
                 continue
             other = nxt * n + target
+            if other == last:  # a run of bytes to one pair is one move
+                continue
+            last = other
             if local[other] < 0:
-                pairs = _grow_1d(pairs, count + 1)
                 local[other] = count
                 pairs[count] = other
                 count += 1
-            edge_from = _grow_1d(edge_from, edges + 1)
-            edge_to = _grow_1d(edge_to, edges + 1)
             edge_from[edges] = head
             edge_to[edges] = local[other]
             edges += 1
