@@ -132,31 +132,6 @@ def test_string_values_count_what_the_look_ahead_needs(pattern, values):
     assert string_values(regex_to_dfa(pattern)) == values
 
 
-@pytest.mark.parametrize("pattern", ['"([a-z]|\\\\n)*"', '"a\\\\"?b"x', '"[a-c]{0,2}"', '"(\\\\\\\\|[^"\\\\])*"'])
-def test_the_inside_of_a_string_is_searched_exactly(pattern):
-    """``string_inside`` (numba) against a breadth-first search in Python over the pairs
-    (state, just after a backslash) inside the string: an unescaped quote closes it."""
-    import numpy as np
-
-    from constrain.automata._dfa_kernels import string_inside
-
-    dfa = regex_to_dfa(pattern)
-    start = int(dfa.trans[dfa.start, ord('"')])
-    expected, todo = {(start, 0)}, [(start, 0)]
-    while todo:
-        state, escaped = todo.pop()
-        for byte in range(256):
-            target = int(dfa.trans[state, byte])
-            if target < 0 or (byte == ord('"') and not escaped):
-                continue
-            pair = (target, int(byte == ord("\\") and not escaped))
-            if pair not in expected:
-                expected.add(pair)
-                todo.append(pair)
-    reached = string_inside(dfa.trans, start)
-    assert {(int(s), e) for e in (0, 1) for s in np.flatnonzero(reached[e])} == expected
-
-
 @pytest.mark.parametrize("pattern", ['"([a-z]|\\\\n)*"', '"a\\\\"?b"x', '"[a-c]{0,2}"', '"(ab)+c"', '"x(y*z|w)"',
                                      '"(\\\\\\\\|[^"\\\\])*"|"[0-9]{2}"'])
 def test_strings_that_go_on_forever_are_found_from_every_point(pattern):

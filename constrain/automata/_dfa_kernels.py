@@ -916,37 +916,6 @@ def _inside_move(escaped, byte):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def string_inside(trans, start, escaped=0):  # pragma: no cover - compiled
-    """The pairs (state, just after a backslash) reached inside a string from ``(start,
-    escaped)`` (by default just after its opening quote) without closing it:
-    ``reached[escaped, state]``.
-
-    An unescaped quote closes the string and is not followed; a backslash escapes
-    the next byte, whatever it is (the table says which bytes may follow it).
-    """
-    n = trans.shape[0]
-    reached = np.zeros((2, n), np.bool_)
-    stack = np.empty(2 * n, np.int64)  # pair = escaped * n + state
-    reached[escaped, start] = True
-    stack[0] = escaped * n + start
-    top = 1
-    while top > 0:
-        top -= 1
-        pair = stack[top]
-        here, state = pair // n, pair % n
-        for byte in range(256):
-            target = trans[state, byte]
-            nxt = _inside_move(here, byte)
-            if target < 0 or nxt < 0:
-                continue
-            if not reached[nxt, target]:
-                reached[nxt, target] = True
-                stack[top] = nxt * n + target
-                top += 1
-    return reached
-
-
-@njit(cache=True, nogil=True)
 def string_loops(trans, start, escaped, local):  # pragma: no cover - compiled
     """``(pairs, looping)`` over the pairs inside a string from ``(start, escaped)``:
     ``pairs`` the pairs reached without closing it (as ``escaped * n + state``, ``n``

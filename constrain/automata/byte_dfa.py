@@ -790,7 +790,6 @@ def warm_up() -> None:
 
     symbol = COUNTED_SYMBOLS[0]
     inline_calls(call_marker(symbol), symbol, build_byte_dfa(parse_regex('"a*"')), MAX_DFA_STATES)
-    from ._dfa_kernels import string_inside, string_loops
+    from ._dfa_kernels import string_loops
 
-    string_inside(looping.trans, looping.start)
     string_loops(looping.trans, looping.start, 0, np.full(2 * looping.num_states, -1, dtype=np.int64))

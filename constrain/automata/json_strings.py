@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._dfa_kernels import string_inside, string_loops
+from ._dfa_kernels import string_loops
 from .byte_dfa import ByteDFA
 from .pushdown import CALL_SYMBOLS, WIDE_CALL
 
@@ -29,10 +29,6 @@ __all__ = ["GOES_ON", "MANY_VALUES", "string_values", "StringEnds", "QuoteIndex"
            "written_suspects", "token_ids", "all_token_ids", "allowed_tokens"]
 
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
-#: Bytes that keep an unescaped string's place: any but the closing quote and the backslash
-#: (``_PLAIN``), or any but the closing quote (``_INSIDE``).
-_PLAIN = np.flatnonzero(~np.isin(np.arange(256), [_QUOTE, _BACKSLASH]))
-_INSIDE = np.flatnonzero(np.arange(256) != _QUOTE)
 
 
 #: :func:`string_values` of strings that go on from every point inside them.
@@ -76,23 +72,23 @@ def string_values(item: ByteDFA) -> int | None:
 
 def _goes_on_everywhere(item: ByteDFA, start: int) -> bool | None:
     """Over the pairs (state, escaped) inside a string from ``start`` (one search in
-    :func:`._dfa_kernels.string_inside`; level by level in numpy it was a tenth of a
-    median any-order compile): False when one is not a string's inside (it accepts
-    or calls, or its closing quote leads elsewhere than to an accepting state with no
-    moves), True when every one has a move that stays inside (so from every point some
-    continuation loops), None when some has none (the strings must be counted)."""
+    :func:`._dfa_kernels.string_loops`, the one that :class:`StringEnds` asks; level
+    by level in numpy it was a tenth of a median any-order compile): False when one
+    is not a string's inside (it accepts or calls, or its closing quote leads
+    elsewhere than to an accepting state with no moves), True when from every one
+    some continuation never closes the string, None when not (the strings must be
+    counted)."""
     trans, accepting = item.trans, item.accepting
-    reached = string_inside(trans, start)
-    states = np.flatnonzero(reached.any(axis=0))
+    n = len(trans)
+    pairs, looping = string_loops(trans, start, 0, np.full(2 * n, -1, dtype=np.int64))
+    states = pairs % n
     if accepting[states].any() or (trans[states][:, [*CALL_SYMBOLS, WIDE_CALL]] >= 0).any():
         return False
-    unescaped = trans[reached[0]]
-    closed = unescaped[:, _QUOTE]
+    closed = trans[states[pairs < n], _QUOTE]
     closed = closed[closed >= 0]
     if not accepting[closed].all() or (trans[closed] >= 0).any():
         return False
-    stays = (unescaped[:, _INSIDE] >= 0).any(axis=1).all() and (trans[reached[1]] >= 0).any(axis=1).all()
-    return True if stays else None
+    return True if looping.all() else None
 
 
 def _inside_graph(trans: np.ndarray, start: int, accepting: np.ndarray):
