@@ -999,7 +999,8 @@ class SchemaEmitter:
                 return call
             self._note(f"{(spec.sources[0].pointer if spec.sources else '') or '#'}/minProperties: counted over "
                        "the keys written (a repeated additional key counts twice; parsed outputs are checked)")
-        if self.any_order and not slots and not variants and 1 < len(members) <= MAX_GRAPH_ORDER_MEMBERS:
+        if self.any_order and not slots and not variants and (len(members) > 1 or extras) \
+                and len(members) <= MAX_GRAPH_ORDER_MEMBERS:
             graph = _any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups)
         else:  # operands of products and value classes: one order
             if self.any_order and not slots and (variants or len(members) > MAX_GRAPH_ORDER_MEMBERS):
