@@ -173,6 +173,48 @@ def test_strings_that_go_on_forever_are_found_from_every_point(pattern):
             assert loops == any(on_a_cycle(p) for p in reachable(pair)), (pattern, pair)
 
 
+@pytest.mark.parametrize("pattern", ['"(ab|abc|b|ba)"', '"[ab]{0,3}"', '"(a|\\\\")(b|c)?"', '"a[bc]*"'])
+def test_a_fresh_string_is_found_exactly(pattern):
+    """``StringEnds.fresh`` (is some way on from here a string not written yet?) against
+    enumeration, from every point of the string and for every set of written strings
+    up to two: the strings of these languages are short, or go on forever, so every
+    answer shows within eight bytes of the text so far."""
+    import numpy as np
+
+    from constrain.automata.json_strings import StringEnds
+
+    dfa = regex_to_dfa(pattern)
+    quote, backslash = ord('"'), ord("\\")
+
+    def moves(state, escaped):
+        for byte in np.flatnonzero(dfa.trans[state] >= 0).tolist():
+            yield byte, int(dfa.trans[state, byte]), not escaped and byte == backslash
+
+    def strings_on(state, text, escaped, depth):
+        """The strings closed within ``depth`` more bytes from (state, text so far)."""
+        for byte, target, after in moves(state, escaped):
+            if byte == quote and not escaped:
+                yield text
+            elif depth:
+                yield from strings_on(target, text + bytes((byte,)), after, depth - 1)
+
+    points, todo = [], [(int(dfa.trans[dfa.start, quote]), b"", False)]
+    while todo:
+        point = todo.pop()
+        points.append(point)
+        state, text, escaped = point
+        if len(text) < 4:
+            todo += [(t, text + bytes((b,)), a) for b, t, a in moves(state, escaped) if b != quote or escaped]
+    every = sorted({s for state, text, escaped in points for s in strings_on(state, text, escaped, 4)})
+    ends = StringEnds(dfa.trans)
+    for size in range(3):
+        for written in map(frozenset, itertools.combinations(every, size)):
+            for state, text, escaped in points:
+                want = any(s not in written for s in strings_on(state, text, escaped, 8))
+                assert ends.fresh(state, text, escaped, written) == want, (pattern, text, written)
+                assert ends.fresh(state, text, escaped, written) == want  # memoised: the same answer
+
+
 class _UniqueStringsOracle(RegexOracle):
     """Compact arrays of distinct strings of ``[a-c]``: the structure by partial matching,
     distinctness by decoding the strings the prefix completes."""

@@ -16,6 +16,7 @@ one way (``json.dumps(ensure_ascii=False)``), so equal texts are equal strings.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -140,6 +141,29 @@ def _acyclic_order(successors: dict) -> list | None:
     return order if len(order) == len(successors) else None
 
 
+@lru_cache(maxsize=1024)
+def _in_order(written: frozenset[bytes]) -> tuple[bytes, ...]:
+    """``written`` sorted: the texts that begin with a given text are then one run."""
+    return tuple(sorted(written))
+
+
+def _begins_some(ordered: tuple[bytes, ...], text: bytes) -> bool:
+    """Whether ``text`` begins some text of ``ordered`` (sorted): the first not below it.
+
+    Asked at every byte of a path; testing every written text instead was quadratic in
+    the keys of a wide object (200 million prefix tests in one Github_ultra document)."""
+    k = bisect_left(ordered, text)
+    return k < len(ordered) and ordered[k].startswith(text)
+
+
+@lru_cache(maxsize=1024)
+def _short_prefixes(written: frozenset[bytes], longest: int) -> frozenset[bytes]:
+    """The distinct beginnings of at most ``longest`` bytes (the empty one included) of the
+    texts in ``written``: a token's open string is no longer than the token, and slicing
+    every beginning of a long written text took a tenth of a second."""
+    return frozenset(word[:k] for word in written for k in range(min(len(word), longest) + 1))
+
+
 class StringEnds:
     """How the strings open at states of one table can end: for keeping strings
     distinct from those written before (array items, object keys)."""
@@ -148,6 +172,8 @@ class StringEnds:
         self.trans = trans
         self._loops: dict[tuple[int, bool], bool] = {}
         self._local: np.ndarray | None = None  # string_loops' scratch, made on first use
+        self._moves: dict[int, list[tuple[int, int]]] = {}  # (byte, target) per state read
+        self._fresh: dict[tuple[int, bytes, bool, frozenset[bytes]], bool] = {}
 
     def fresh(self, state: int, text: bytes, escaped: bool, written: frozenset[bytes]) -> bool:
         """Some way on from ``state`` (inside a string, ``text`` read so far) closes the
@@ -155,19 +181,38 @@ class StringEnds:
         string).  Only paths along written texts are followed (a stack, not recursion:
         texts may be long): any other byte leads to a fresh string, since every state
         is live."""
-        trans = self.trans
+        key = (state, text, escaped, written)
+        found = self._fresh.get(key)
+        if found is None:  # each suspect token of a mask asks again from the same place
+            if len(self._fresh) > 100_000:
+                self._fresh.clear()
+            found = self._fresh[key] = self._search_fresh(state, text, escaped, written)
+        return found
+
+    def _search_fresh(self, state: int, text: bytes, escaped: bool, written: frozenset[bytes]) -> bool:
+        """:meth:`fresh`, searched."""
+        ordered = _in_order(written)
         todo = [(state, text, escaped)]
         while todo:
             state, text, escaped = todo.pop()
-            if not any(w.startswith(text) for w in written) or self.goes_on(state, escaped):
+            if not _begins_some(ordered, text) or self.goes_on(state, escaped):
                 return True
-            row = trans[state]
-            for byte in np.flatnonzero(row >= 0).tolist():
-                if byte != _QUOTE or escaped:
-                    todo.append((int(row[byte]), text + bytes((byte,)), byte == _BACKSLASH and not escaped))
-                elif text not in written:
-                    return True
+            for byte, target in self._moves_of(state):
+                if byte == _QUOTE and not escaped:
+                    if text not in written:
+                        return True
+                else:
+                    todo.append((target, text + bytes((byte,)), byte == _BACKSLASH and not escaped))
         return False
+
+    def _moves_of(self, state: int) -> list[tuple[int, int]]:
+        """The (byte, target) moves of ``state`` (memoised: the table's rows are numpy)."""
+        found = self._moves.get(state)
+        if found is None:
+            row = self.trans[state]
+            live = np.flatnonzero(row >= 0)
+            found = self._moves[state] = list(zip(live.tolist(), row[live].tolist()))
+        return found
 
     def goes_on(self, state: int, escaped: bool) -> bool:
         """Whether from (``state``, ``escaped``) inside a string some path never closes it."""
@@ -226,8 +271,10 @@ def written_suspects(index: "QuoteIndex", plain: dict[bytes, list[int]], words: 
                 hit = plain.get(rest[:k])
                 if hit:
                     suspects += allowed_tokens(words, token_ids(hit))
-        for k in range(0 if empty_tails else 1, len(value) + 1):
-            suspects += allowed_tokens(words, reading.opening.get(value[:k], _NONE))
+    for prefix in _short_prefixes(written, max_depth) if first else ():
+        opening = reading.opening.get(prefix) if prefix or empty_tails else None
+        if opening is not None:
+            suspects += allowed_tokens(words, opening)
     for token in allowed_tokens(words, reading.reopening_ids):
         closed, tail = reading.reopening[token]
         texts = written.union(before + closed[0] if i == 0 else closed[i] for i in range(len(closed)))
