@@ -14,12 +14,14 @@ import json
 import random
 
 import jsonschema
+import numpy as np
 import pytest
 
 from constrain import Compiler, Matcher
 from constrain.automata import member_sets as ms
 from constrain.automata.unique_items import GOES_ON
 from constrain.automata.member_sets import KEY, LEVEL, VALUE, MemberRule, MemberSetTokenPDA, member_roles
+from constrain.automata.pushdown import cleared_bits
 from constrain.grammar.json_schema import JsonSchemaOptions, schema_to_dfa
 from constrain.testing import check_masks_along_random_walk
 
@@ -240,6 +242,27 @@ def test_masks_with_unique_arrays_in_member_loops_are_exact(infos, unique_oracle
     problem = check_masks_along_random_walk(Matcher(compiled), unique_oracle, info, steps=5, seed=len(start),
                                             start=start)
     assert problem is None, problem
+
+
+@pytest.mark.parametrize("start", [b'{"c":true,', b'{"c":false,"b":"x",', b'{"d":{"q":null,"p":"u"},',
+                                   b'{"b":"x","a":"22",'])
+def test_suspects_read_along_shared_beginnings_are_those_read_whole(infos, start):
+    """``killed`` reads the suspects in byte order, each from where the one before parted:
+    the tokens it refuses are exactly those that reading each token whole refuses, over
+    every token the plain pushdown allows there (far more than the suspects)."""
+    info = infos("llama-3")
+    engine = Compiler(info, cache_dir=False).compile_json_schema(FINITE, whitespace="compact",
+                                                                 property_order="any").engine
+    state = engine.reader.walk(engine.reader.start, start)
+    assert state is not None
+    words = engine.mask_words(state)
+    allowed = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
+    plain = np.flatnonzero(np.unpackbits(super(MemberSetTokenPDA, engine).mask_words(state[0]).view(np.uint8),
+                                         bitorder="little"))
+    refused = {token for token in plain.tolist() if engine.reader.walk(state, info.token_bytes[token]) is None}
+    assert refused and set(allowed.tolist()) <= set(plain.tolist()) - refused
+    (where, keep), (want_where, want_keep) = engine.killed(state, plain.tolist()), cleared_bits(sorted(refused))
+    assert np.array_equal(where, want_where) and np.array_equal(keep, want_keep)
 
 
 def test_the_disk_cache_keeps_the_rules(infos, tmp_path):

