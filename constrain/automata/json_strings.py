@@ -184,7 +184,7 @@ class StringEnds:
         key = (state, text, escaped, written)
         found = self._fresh.get(key)
         if found is None:  # each suspect token of a mask asks again from the same place
-            if len(self._fresh) > 100_000:
+            if len(self._fresh) > 10_000:  # keys hold the text read so far, which may be long
                 self._fresh.clear()
             found = self._fresh[key] = self._search_fresh(state, text, escaped, written)
         return found
@@ -209,6 +209,8 @@ class StringEnds:
         """The (byte, target) moves of ``state`` (memoised: the table's rows are numpy)."""
         found = self._moves.get(state)
         if found is None:
+            if len(self._moves) > 4_096:  # a free string's state has some 240 moves
+                self._moves.clear()
             row = self.trans[state]
             live = np.flatnonzero(row >= 0)
             found = self._moves[state] = list(zip(live.tolist(), row[live].tolist()))
