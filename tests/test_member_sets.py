@@ -265,6 +265,22 @@ def test_suspects_read_along_shared_beginnings_are_those_read_whole(infos, start
     assert np.array_equal(where, want_where) and np.array_equal(keep, want_keep)
 
 
+def test_records_inside_values_do_not_hold_the_value(infos):
+    """Only keys are kept, so a value's text is not recorded: two states inside different
+    values of one member are one state (their steps are shared), while a key's text is
+    kept, and values still end right."""
+    schema = _object({"a": {"type": "string"}, "b": {"type": "integer"}}, "a")
+    reader = Compiler(infos("llama-3"), cache_dir=False).compile_json_schema(
+        schema, whitespace="compact", property_order="any").engine.reader
+    walk = lambda text: reader.walk(reader.start, text)  # noqa: E731
+    assert walk(b'{"b":1,"a":"xy') == walk(b'{"b":1,"a":"q\\"') == walk(b'{"b":1,"a":"')
+    assert walk(b'{"b":1,"a":"xy\\') == walk(b'{"b":1,"a":"\\')
+    assert walk(b'{"a":"x","') != walk(b'{"b":1,"')  # the keys written differ
+    assert walk(b'{"b":1,"xy') != walk(b'{"b":1,"xz')  # a key's text is kept
+    assert walk(b'{"b":1,"a":"x","b"') is None and walk(b'{"a":"b","b"') is not None
+    assert reader.matches(b'{"b":1,"a":"x"}') and not reader.matches(b'{"b":1}')
+
+
 def test_the_disk_cache_keeps_the_rules(infos, tmp_path):
     info = infos("llama-3")
     first = Compiler(info, cache_dir=tmp_path).compile_json_schema(FINITE, property_order="any")

@@ -205,12 +205,12 @@ _START = _Text()
 def _lexed(text: _Text, byte: int) -> _Text:
     """The record after one more byte of a JSON text."""
     if text.string is not None:
-        if text.escaped:
-            return text._replace(string=text.string + bytes((byte,)), escaped=False)
-        if byte == _BACKSLASH:
-            return text._replace(string=text.string + b"\\", escaped=True)
-        if byte != _QUOTE:
-            return text._replace(string=text.string + bytes((byte,)))
+        if text.escaped or byte != _QUOTE:
+            # Only keys are kept (a unique array's items are in ``items``): a value's text
+            # stays b"", so records inside values are equal whatever they hold, and
+            # their steps are shared (:meth:`MemberSetAutomaton.step`).
+            string = text.string + bytes((byte,)) if text.key else text.string
+            return text._replace(string=string, escaped=byte == _BACKSLASH and not text.escaped)
         if text.key:
             containers = text.containers[:-1] + (text.containers[-1] | {text.string},)
             return _Text(containers, False)
@@ -226,6 +226,9 @@ def _lexed(text: _Text, byte: int) -> _Text:
     if byte == _COMMA:
         return text._replace(expecting_key=text.keys is not None)
     return text
+
+
+_UNKNOWN = object()  # a step not taken yet (None is a step that leaves the language)
 
 
 class MemberSetAutomaton(ByteReader):
@@ -256,6 +259,7 @@ class MemberSetAutomaton(ByteReader):
         self.ends = StringEnds(pda.trans)
         self._ahead: dict[tuple[int, frozenset[bytes]], bool] = {}
         self._blocked: dict[tuple[int, frozenset[bytes]], frozenset[bytes]] = {}
+        self._steps: dict[tuple[tuple, int], tuple | None] = {}
         #: Whether some rule has member groups (keys may be blocked before they are written).
         self.grouped = any(rule.groups for rule in self.rules)
         #: Whether some rule blocks a name before any is written (an object opening may fail).
@@ -290,7 +294,20 @@ class MemberSetAutomaton(ByteReader):
         return False
 
     def step(self, state: tuple, byte: int) -> tuple | None:
-        """The state after one byte, or None when the text left the language."""
+        """The state after one byte, or None when the text left the language.
+
+        Memoised: a mask reads its suspect tokens from one state, and many of them go on
+        alike (``","`` after ``.``, ``)`` or a space inside a value)."""
+        key = (state, byte)
+        found = self._steps.get(key, _UNKNOWN)
+        if found is _UNKNOWN:
+            if len(self._steps) > 100_000:
+                self._steps.clear()
+            found = self._steps[key] = self._step(state, byte)
+        return found
+
+    def _step(self, state: tuple, byte: int) -> tuple | None:
+        """:meth:`step`, computed."""
         configs, text = state
         written = text.keys
         closed = self.pda.closure(configs)
