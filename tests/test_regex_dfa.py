@@ -451,6 +451,21 @@ def test_run_table_lists_every_maximal_run_with_a_live_target():
         assert runs.dtype == np.int32 and runs.tolist() == expected
 
 
+@pytest.mark.parametrize("width", [2, 4])
+def test_moves_are_grouped_by_source_in_their_order(width):
+    """The NFA's CSR form (``group_by_source``, a counting sort) is numpy's stable sort by
+    source: random moves over 50 states, some states without any, none at all."""
+    from constrain.automata._dfa_kernels import group_by_source
+
+    rng = np.random.default_rng(width)
+    for count in (0, 1, 300):
+        moves = rng.integers(0, 40, size=(count, width)).astype(np.int32)
+        ptr, columns = group_by_source(moves, 50)
+        ordered = moves[np.argsort(moves[:, 0], kind="stable")]
+        assert columns.shape == (width - 1, count) and np.array_equal(columns, ordered[:, 1:].T)
+        assert ptr.tolist() == [int((moves[:, 0] < s).sum()) for s in range(51)]
+
+
 def test_numba_construction_keeps_the_state_limit(monkeypatch):
     from constrain.automata import byte_dfa
 

@@ -147,12 +147,13 @@ class _NFA:
 
     def csr(self) -> "_CSR":
         """The NFA as CSR arrays (moves grouped by source state, in insertion order)."""
+        from ._dfa_kernels import group_by_source
+
         eps = np.asarray(self.eps, dtype=np.int32).reshape(-1, 2)
         edges = np.concatenate([np.asarray(self.edges, dtype=np.int32).reshape(-1, 4), *self.edge_blocks])
-        eps_ptr, eps = _group_by_source(eps, self.num_states)
-        edge_ptr, edges = _group_by_source(edges, self.num_states)
-        return _CSR(eps_ptr, np.ascontiguousarray(eps[:, 1]), edge_ptr, np.ascontiguousarray(edges[:, 1]),
-                    np.ascontiguousarray(edges[:, 2]), np.ascontiguousarray(edges[:, 3]))
+        eps_ptr, (eps_dst,) = group_by_source(eps, self.num_states)
+        edge_ptr, (edge_lo, edge_hi, edge_dst) = group_by_source(edges, self.num_states)
+        return _CSR(eps_ptr, eps_dst, edge_ptr, edge_lo, edge_hi, edge_dst)
 
     def build(self, node: RegexNode, start: int, end: int) -> None:
         """Wire ``node`` between ``start`` and ``end``.
@@ -321,14 +322,6 @@ class _CSR(NamedTuple):
     edge_lo: np.ndarray
     edge_hi: np.ndarray
     edge_dst: np.ndarray
-
-
-def _group_by_source(moves: np.ndarray, num_states: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row pointers and ``moves`` (column 0: source state) stably sorted by source."""
-    moves = moves[np.argsort(moves[:, 0], kind="stable")]
-    ptr = np.zeros(num_states + 1, dtype=np.int32)
-    ptr[1:] = np.cumsum(np.bincount(moves[:, 0], minlength=num_states))
-    return ptr, moves
 
 
 def _byte_runs(row: list[int]):
