@@ -503,28 +503,19 @@ class MemberSetTokenPDA(ReaderTokenPDA):
         self._plain = plain_tokens(info)
         self._index = _member_index(info)
         self._rules: dict[tuple, frozenset[int]] = {}
-        self._killed: dict[tuple, tuple] = {}  # by matcher state: the suspects that fail (cleared_bits)
+        # By matcher state: the suspects that fail (cleared_bits).  A value's text is not
+        # in the state (:func:`_lexed`), so a long value's tokens share one entry.
+        self._killed: dict[tuple, tuple] = {}
 
     def mask_words(self, state: tuple) -> np.ndarray:
         words = super().mask_words(state[0])
-        memo = self._memo_key(state)
-        killed = self._killed.get(memo)
+        killed = self._killed.get(state)
         if killed is None:
             killed = self.killed(state, self._suspects(state[0], state[1], words))
             if len(self._killed) >= MAX_REMEMBERED_STATES:
                 self._killed.clear()
-            self._killed[memo] = killed
+            self._killed[state] = killed
         return without_bits(words, killed)
-
-    def _memo_key(self, state: tuple) -> tuple:
-        """What the failing tokens at ``state`` depend on: inside a string value (no key),
-        not what the string holds so far, since only keys are kept (with unique arrays,
-        whose items are strings, the whole state), so a long value's tokens share one
-        entry."""
-        configs, text = state
-        if text.string is None or text.key or self.members.unique is not None:
-            return state
-        return configs, text._replace(string=b"")
 
     def _suspects(self, configs: tuple, text: _Text, words: np.ndarray) -> list[int]:
         """The allowed tokens that may kill a configuration (a superset: the simulation
