@@ -251,8 +251,9 @@ class _NFA:
         current = start
         for k, item in enumerate(items):
             nxt = end if k == last else base + k
-            if type(item) is CharSet and item.ranges and item.ranges[-1][1] < 0x80:
-                for lo, hi in item.ranges:
+            ranges = _ascii_ranges(item)
+            if ranges is not None:
+                for lo, hi in ranges:
                     edges += (current, lo, hi, nxt)
             else:
                 self.build(item, current, nxt)
