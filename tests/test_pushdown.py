@@ -99,6 +99,11 @@ SHARED = {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {
 MANY_ITEMS = {"type": "array", "minItems": 2, "maxItems": 200, "items": {
     "type": "object", "required": ["a"], "additionalProperties": False,
     "properties": {"a": {"type": "integer"}, "b": {"type": "string", "maxLength": 40}}}}
+# A short count at every position of a bounded array: its copies would pass the inlining
+# budget, so its sites keep their calls (a counted loop), while "a"'s count is inlined.
+REPEATED_SHORT = {"type": "object", "additionalProperties": False, "properties": {
+    "a": {"type": "string", "maxLength": 100},
+    "list": {"type": "array", "minItems": 1, "maxItems": 20, "items": {"type": "string", "minLength": 1, "maxLength": 255}}}}
 CHARS = ["a", " ", "é", "😀", "\n", '"', "\\", "\u0001", "ab"]
 
 
@@ -195,6 +200,9 @@ WALKS = [
     (WIDE_RECURSION, b'{"p11": {"v": 1, "next": {"v": 2, "next": {"v": 3, "next": {"v": 4, "next": {"v": 5, "next": {"v', 18),
     # array items as a callee, one item short of maxItems
     (MANY_ITEMS, b"[" + b'{"a": 1}, ' * 199 + b'{"a": 2, "b": "x', 15),
+    # a short count past the inlining budget: inside its counted loop, and near its bound
+    (REPEATED_SHORT, b'{"a": "x", "list": ["' + b'y", "' * 19 + b"ab", 21),
+    (REPEATED_SHORT, b'{"list": ["y", "' + b"z" * 236, 22),
     # a JSON text inside a string (draft 7 application/json content): a callee whose characters are escaped
     (JSON_TEXT, b'{"doc": "{\\"a\\": [1, {\\"b\\": [[\\"x\\\\n', 16),
     (JSON_TEXT, b'{"doc": " [1e', 17),
@@ -410,6 +418,27 @@ def test_short_counts_are_inlined_into_one_dfa():
                  for key in rng.sample("abcde", rng.randint(0, 5))}
         text = json.dumps(value, ensure_ascii=False).encode()
         assert automaton.matches(text) == eager.matches(text), {k: len(v) for k, v in value.items()}
+
+
+def test_short_counts_copied_past_the_budget_stay_calls():
+    """A short count whose copies would pass ``INLINED_COPY_STATES`` in an automaton keeps
+    its calls there (20 positions of ``maxLength: 255``: 71,000 states inlined), and the
+    language is still the eager count's, around both bounds and the item count."""
+    from constrain.grammar.json_schema import INLINED_COPY_STATES
+
+    language = schema_to_dfa(REPEATED_SHORT)
+    assert language.counted == (CountedString(1, 255),) and language.dfa.num_states < INLINED_COPY_STATES
+    automaton, eager = language.automaton, schema_to_dfa(REPEATED_SHORT, JsonSchemaOptions(max_any_depth=3)).dfa
+    rng = random.Random(3)
+    verdicts = []
+    for _ in range(200):
+        items = ["".join(rng.choice('ax"é') for _ in range(rng.choice([0, 1, 2, 254, 255, 256])))
+                 for _ in range(rng.choice([0, 1, 2, 19, 20, 21]))]
+        value = {"a": "é" * rng.choice([0, 100, 101]), "list": items}
+        text = json.dumps(value, ensure_ascii=False).encode()
+        verdicts.append(eager.matches(text))
+        assert automaton.matches(text) == verdicts[-1], ({k: len(v) for k, v in value.items()}, list(map(len, items)))
+    assert any(verdicts) and not all(verdicts)
 
 
 # Patterns whose content needs several more characters to end: the copies after the loop
@@ -826,6 +855,20 @@ def test_shared_definitions_are_callees_and_exact(monkeypatch):
     assert any(verdicts) and not all(verdicts)
 
 
+def _items_agree_with_jsonschema(schema: dict, language, wrap=lambda items: items) -> None:
+    """Arrays of :data:`MANY_ITEMS`' items (``wrap`` puts them where ``schema`` has them):
+    counts around both bounds and a flawed last item, against ``jsonschema``."""
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    verdicts = []
+    for count in (0, 1, 2, 3, 199, 200, 201):
+        for last in ({"a": 2, "b": "é" * 40}, {"a": 2, "b": "é" * 41}, {"b": "x"}, {"a": 1, "c": 0}):
+            value = wrap([{"a": k} for k in range(count - 1)] + [last] * (count > 0))
+            valid = validator.is_valid(value)
+            verdicts.append(valid)
+            assert language.automaton.matches(json.dumps(value, ensure_ascii=False).encode()) == valid, (count, last)
+    assert any(verdicts) and not all(verdicts)
+
+
 def test_many_items_of_a_large_automaton_are_calls():
     """``maxItems: 200`` of an object with a 40-character string would be 200 copies of
     the object's automaton; the item is one callee and each copy one call, and counts
@@ -833,16 +876,26 @@ def test_many_items_of_a_large_automaton_are_calls():
     language = schema_to_dfa(MANY_ITEMS)
     (body,) = language.recursive.values()
     assert language.dfa.num_states < 200 * body.num_states // 10  # a call per position, not a copy
-    validator = jsonschema.validators.validator_for(MANY_ITEMS)(MANY_ITEMS)
-    automaton = language.automaton
-    verdicts = []
-    for count in (0, 1, 2, 3, 199, 200, 201):
-        for last in ({"a": 2, "b": "é" * 40}, {"a": 2, "b": "é" * 41}, {"b": "x"}, {"a": 1, "c": 0}):
-            value = [{"a": k} for k in range(count - 1)] + [last] * (count > 0)
-            valid = validator.is_valid(value)
-            verdicts.append(valid)
-            assert automaton.matches(json.dumps(value, ensure_ascii=False).encode()) == valid, (count, last)
-    assert any(verdicts) and not all(verdicts)
+    _items_agree_with_jsonschema(MANY_ITEMS, language)
+
+
+def test_many_items_past_the_narrow_call_symbols_take_a_wide_one(infos):
+    """Long strings beside the array hold the narrow symbols: the item was then copied
+    once per position (Github_medium o9906: 100 copies of a 2,726-state array, past the
+    state limit).  It takes a wide symbol instead, and stays exact."""
+    from constrain.automata.pushdown import WIDE_SYMBOLS
+
+    strings = {f"s{k}": {"type": "string", "maxLength": 1000 + k} for k in range(len(COUNTED_SYMBOLS) - 1)}
+    schema = {"type": "object", "properties": {**strings, "items": MANY_ITEMS}, "required": ["items"],
+              "additionalProperties": False}
+    language = schema_to_dfa(schema)
+    (symbol, body), = ((s, b) for s, b in language.recursive.items())
+    assert symbol in WIDE_SYMBOLS and language.dfa.num_states < 200 * body.num_states // 10
+    _items_agree_with_jsonschema(schema, language, lambda items: {"s0": "x", "items": items})
+    matcher = Matcher(Compiler(infos("llama-3"), cache_dir=False).compile_json_schema(schema))
+    value = {"s8": "é" * 30, "items": [{"a": 1, "b": "x"}] * 150}
+    assert matcher.accept_bytes(json.dumps(value, ensure_ascii=False).encode())
+    assert matcher.is_accepting()
 
 
 def test_counted_symbols_with_a_gap_round_trip_the_disk_cache(load_tokenizer, infos, tmp_path):

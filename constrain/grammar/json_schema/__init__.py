@@ -108,6 +108,12 @@ class SchemaLanguage:
         return pushdown_automaton(self.dfa, self.callee, self.counted, longest, self.recursive, self.counted_symbols)
 
 
+#: A short count is inlined into an automaton while its copies add at most this many states
+#: there; past that its sites keep their calls.  Repeated items copy a string once per
+#: position (``maxItems: 20`` of ``maxLength: 255`` strings: 71,000 states), and every pass
+#: after the inlining (whitespace bounding, the pushdown's tables) is as large as the table.
+INLINED_COPY_STATES = 20_000
+
 #: Any margin is exact byte by byte; it only matters to the masks of tokens.
 BYTE_MARGIN = 8
 
@@ -269,7 +275,8 @@ def _inline_short_counts(automata: list[ByteDFA], counted: list[CountedString]
     strings inlined (a copy per call, before whitespace bounding multiplies the call
     sites), the counts still called, and their symbols.  A short count's site that
     cannot be inlined (it already reads a quote there: an ``anyOf`` of strings) stays a
-    call; products expanded theirs already.
+    call, and so do all its sites in an automaton where the copies would pass
+    :data:`INLINED_COPY_STATES`; products expanded theirs already.
 
     The counts keep the symbols the emitter gave them, gaps and all: moving them onto
     the first symbols copied every table, 0.4 s for a 200,000-state one (Snowplow
@@ -279,7 +286,8 @@ def _inline_short_counts(automata: list[ByteDFA], counted: list[CountedString]
         if not any(symbol in called_symbols(a) for a in automata):
             continue
         if string.is_inlined:
-            automata = [(inline_calls(a, symbol, string.eager_dfa(), MAX_DFA_STATES) or a)
+            automata = [(inline_calls(a, symbol, string.eager_dfa(), min(MAX_DFA_STATES, a.num_states + INLINED_COPY_STATES))
+                         or a)
                         if symbol in called_symbols(a) else a for a in automata]
             if not any(symbol in called_symbols(a) for a in automata):  # every site inlined
                 continue
