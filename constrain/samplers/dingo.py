@@ -181,17 +181,18 @@ class DingoTable:
         Raises
         ------
         NonRegularConstraintError
-            When ``compiled`` is not regular (a Lark grammar, or a JSON Schema with
-            free-form values compiled without ``max_any_depth``): DINGO needs a DFA.
+            When ``compiled`` is not regular (a Lark grammar, or a JSON Schema compiled
+            without ``max_any_depth`` whose free-form values, recursive definitions or
+            length-counted strings are calls): DINGO needs a DFA.
         """
         from ..automata.token_dfa import TokenDFA
 
         engine = compiled.engine
         if not isinstance(engine, TokenDFA) and compiled.kind == "json_schema":
             raise NonRegularConstraintError(
-                "Invalid constraint for DINGO: expected a regular language, got a JSON Schema whose free-form "
-                "values nest without bound (a pushdown automaton); compile it with "
-                "compile_json_schema(..., max_any_depth=N) to bound their nesting and keep one DFA"
+                "Invalid constraint for DINGO: expected a regular language, got a JSON Schema compiled to a "
+                "pushdown automaton (free-form values, recursive definitions or length-counted strings as calls); "
+                "compile it with compile_json_schema(..., max_any_depth=N) to keep one DFA"
             )
         if not isinstance(engine, TokenDFA):
             raise NonRegularConstraintError(
