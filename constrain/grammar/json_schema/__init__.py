@@ -286,13 +286,21 @@ def _inline_short_counts(automata: list[ByteDFA], counted: list[CountedString]
         if not any(symbol in called_symbols(a) for a in automata):
             continue
         if string.is_inlined:
-            automata = [(inline_calls(a, symbol, string.eager_dfa(), min(MAX_DFA_STATES, a.num_states + INLINED_COPY_STATES))
-                         or a)
-                        if symbol in called_symbols(a) else a for a in automata]
+            automata = [_inlined(a, symbol, string) for a in automata]
             if not any(symbol in called_symbols(a) for a in automata):  # every site inlined
                 continue
         called.append((string, symbol))
     return automata, tuple(string for string, _ in called), tuple(symbol for _, symbol in called)
+
+
+def _inlined(automaton: ByteDFA, symbol: int, string: CountedString) -> ByteDFA:
+    """``automaton`` with its calls on ``symbol`` replaced by copies of ``string``'s eager
+    count; as it is where it makes none, or where the copies would pass
+    :data:`INLINED_COPY_STATES` (then its sites keep their calls)."""
+    if symbol not in called_symbols(automaton):
+        return automaton
+    budget = min(MAX_DFA_STATES, automaton.num_states + INLINED_COPY_STATES)
+    return inline_calls(automaton, symbol, string.eager_dfa(), budget) or automaton
 
 
 @lru_cache(maxsize=8)
