@@ -30,7 +30,7 @@ from constrain import Compiler, Matcher, SchemaError
 from constrain.grammar.json_schema import UNSATISFIABLE, UNSATISFIABLE_WITHIN_CUTS, JsonSchemaOptions, schema_to_dfa
 from constrain.grammar.json_schema.emit import MAX_GRAPH_ORDER_MEMBERS
 from constrain.grammar.json_schema.document import resolve_uri
-from constrain.grammar.json_schema.spec import absorption_order, merge_orders
+from constrain.grammar.json_schema.spec import Spec, absorption_order, copy_spec, merge_orders
 from constrain.testing import bitmask_to_ids, json_schema_instance_text, value_depth
 
 
@@ -2327,3 +2327,22 @@ def test_a_pointer_missing_under_an_embedded_id_falls_back_to_the_root_with_a_no
 ])
 def test_uri_resolution_follows_rfc3986_for_any_scheme(base, ref, expected):
     assert resolve_uri(base, ref) == expected
+
+
+def test_spec_copies_replace_only_the_fields_named():
+    """``Spec.without`` copies the record's attributes instead of running ``__init__`` (as
+    ``dataclasses.replace`` did): the fields named change in the copy alone, the others are
+    shared, an unknown name is refused, and ``copy_spec``'s lists are the copy's own."""
+    spec = Spec(types=frozenset({"object"}), any_of=["a"], min_properties=2)
+    spec.require(["x"])
+    changed = spec.without(any_of=[], min_properties=0)
+    assert (changed.any_of, changed.min_properties, spec.any_of, spec.min_properties) == ([], 0, ["a"], 2)
+    assert changed.types == spec.types and changed.required is spec.required
+    assert changed == Spec(types=frozenset({"object"}), required={"x": None})
+    with pytest.raises(TypeError, match="anyof"):
+        spec.without(anyof=[])
+    copied = copy_spec(spec)
+    copied.require(["y"])
+    copied.any_of.append("b")
+    assert list(spec.required) == ["x"] and spec.any_of == ["a"] and copied == spec.without(
+        required={"x": None, "y": None}, any_of=["a", "b"])

@@ -22,7 +22,7 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import cached_property, lru_cache, partial
 from typing import Any, Iterator
@@ -1642,7 +1642,7 @@ def _extras_counted(spec: Spec, members: list[tuple[str, RegexNode, bool]]) -> b
 def _constrains_nothing(spec: Spec) -> bool:
     """Whether ``spec`` holds no constraint (its sources said nothing but combinators
     expanded already, or annotations)."""
-    return replace(spec, sources=[], merged_refs=frozenset(), listed_before={}, own_after={}, slots=NO_SLOTS) == _EMPTY_SPEC
+    return spec.without(sources=[], merged_refs=frozenset(), listed_before={}, own_after={}, slots=NO_SLOTS) == _EMPTY_SPEC
 
 
 _EMPTY_SPEC = Spec()
