@@ -661,10 +661,10 @@ class ReaderTokenPDA(TokenPDA):
             del after[shared + 1:]
             current = after[-1]
             for byte in data[shared:]:
-                current = step(current, byte) if current else None  # once refused, refused
+                current = step(current, byte) if current is not None else None  # once refused, refused
                 after.append(current)
             before = data
-            if not current:
+            if current is None:
                 refused.append(token)
         return cleared_bits(refused)
 

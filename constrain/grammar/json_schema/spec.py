@@ -152,7 +152,7 @@ class Spec:
         unknown = fields.keys() - _SPEC_FIELDS
         if unknown:
             raise TypeError(f"Spec has no fields {sorted(unknown)}")
-        copied = object.__new__(Spec)
+        copied = object.__new__(type(self))
         copied.__dict__.update(self.__dict__)
         copied.__dict__.update(fields)
         return copied
