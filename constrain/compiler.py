@@ -232,10 +232,10 @@ class Compiler:
             the member loop below, which keeps a key from being written twice);
             ``"any"``: the model picks the order, each property at most once and
             every required one present.  An object is a loop over its members whose
-            repeats, required keys and ``minProperties`` the matcher keeps
-            (:mod:`constrain.automata.member_sets`); where that cannot stand (a
-            ``maxProperties`` below the keys there are, member groups over more than
-            12 names, no call symbol left) an object of up to 3 listed properties is a
+            repeats, required keys, ``minProperties`` and ``maxProperties`` the matcher
+            keeps (:mod:`constrain.automata.member_sets`); where that cannot stand (keys
+            that cannot be counted, member groups over more than 12 names, no call
+            symbol left) an object of up to 3 listed properties is a
             graph over the sets written, and larger ones stay in schema order, said in
             ``notes``.  Objects inside ``not``, ``if`` and the branches of a ``oneOf``
             that one value can meet together keep one shared order, which keeps those

@@ -172,10 +172,11 @@ FINITE = _object({"a": {"enum": ["1", "22"]}, "b": {"const": "x"}, "c": {"type":
                  "a", additionalProperties=False)
 
 
-def _documents(properties, required):
-    """Every object over ``properties`` (name -> possible values) holding ``required``, in every order."""
+def _documents(properties, required, most=None):
+    """Every object over ``properties`` (name -> possible values) holding ``required``, in
+    every order, of at most ``most`` members."""
     names = list(properties)
-    for size in range(len(names) + 1):
+    for size in range(min(len(names), len(names) if most is None else most) + 1):
         for chosen in itertools.combinations(names, size):
             if set(required) <= set(chosen):
                 for order in itertools.permutations(chosen):
@@ -328,17 +329,34 @@ def test_member_groups_refuse_exactly_the_dead_ends(name):
     schema = GROUPED[name]
     language = schema_to_dfa(schema, JsonSchemaOptions(property_order="any", whitespace="compact"))
     assert language.members and all(rule.groups for rule in language.members.values())
-    automaton = language.automaton
+    _check_name_texts(language.automaton, schema, "abcdx", 5)
+
+
+def _check_name_texts(automaton, schema, names, most, strangers=""):
+    """Every compact text of every subset of at most ``most`` of ``names`` in every order
+    (values all 1) against jsonschema, and every prefix is readable exactly when some
+    valid text goes on from it: where the schema's names are open, a key begun may
+    still become a stranger's (one of ``strangers``, whichever is not written, stands
+    for it)."""
     validator = jsonschema.Draft202012Validator(schema)
-    texts = {json.dumps(dict.fromkeys(names, 1), separators=(",", ":")).encode(): None
-             for size in range(6) for names in itertools.permutations("abcdx", size)}
+    texts = {json.dumps(dict.fromkeys(chosen, 1), separators=(",", ":")).encode(): None
+             for size in range(most + 1) for chosen in itertools.permutations(names, size)}
     valid = {text for text in texts if validator.is_valid(json.loads(text))}
     viable = {text[:i] for text in valid for i in range(len(text) + 1)}
+    open_names = schema.get("additionalProperties", True) is not False
+
+    def is_viable(prefix):
+        if prefix in viable:
+            return True
+        key_open = prefix.count(b'"') % 2 == 1
+        return open_names and key_open and any(prefix[:prefix.rindex(b'"') + 1] + stranger.encode() in viable
+                                               for stranger in strangers)
+
     assert 0 < len(valid) < len(texts)
     for text in texts:
         assert automaton.matches(text) == (text in valid), text
         for i in range(len(text)):
-            assert automaton.is_prefix(text[:i]) == (text[:i] in viable), text[:i]
+            assert automaton.is_prefix(text[:i]) == is_viable(text[:i]), text[:i]
 
 
 GROUPED_FINITE = {"type": "object", "additionalProperties": False,
@@ -365,6 +383,65 @@ def test_masks_with_member_groups_are_exact(infos, schema, start):
     oracle = _DocumentsOracle([d for d in _documents(values, []) if validator.is_valid(d)], info)
     compiled = Compiler(info, cache_dir=False).compile_json_schema(schema, whitespace="compact", property_order="any")
     assert isinstance(compiled.engine, MemberSetTokenPDA) and compiled.engine.members.grouped
+    problem = check_masks_along_random_walk(Matcher(compiled), oracle, info, steps=4, seed=len(start), start=start)
+    assert problem is None, problem
+
+
+# -- maxProperties ----------------------------------------------------------------------------------------------------
+COUNTED = {
+    "below the names": {"type": "object", "properties": _FIVE, "required": ["a"], "maxProperties": 2,
+                        "additionalProperties": False},
+    # Seed 14 of the fuzzer: a required name no property lists, among strangers.
+    "required stranger": {"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "required": ["a", "z"],
+                          "maxProperties": 3},
+    "with a oneOf": {"type": "object", "properties": _FIVE, "maxProperties": 3, "minProperties": 2,
+                     "additionalProperties": False, "oneOf": [{"required": ["a"]}, {"required": ["b", "c"]}]},
+    "with a dependency": {"type": "object", "properties": _FIVE, "maxProperties": 3,
+                          "dependentRequired": {"c": ["a", "b"]}},
+    "required fill it": {"type": "object", "properties": _FIVE, "required": ["b", "d"], "maxProperties": 2},
+    "nothing": {"type": "object", "properties": _FIVE, "maxProperties": 0},
+}
+
+
+@pytest.mark.parametrize("name", sorted(COUNTED))
+def test_max_properties_refuse_exactly_the_dead_ends(name):
+    """As for member groups, over nine names, four strangers to some schemas (whose other
+    names are open): the loop counts the keys, refuses a comma once the count is
+    reached and, where the room left is the required names', every other key.  Where
+    names are open, a key begun may still become a stranger's ("u", "v" or "w" stands
+    for it, whichever is not written)."""
+    schema = COUNTED[name]
+    language = schema_to_dfa(schema, JsonSchemaOptions(property_order="any", whitespace="compact"))
+    assert language.members and not language.notes, language.notes
+    assert all(rule.max_properties == schema["maxProperties"] for rule in language.members.values())
+    _check_name_texts(language.automaton, schema, "abcduvwxz", 4, strangers="uvw")
+
+
+# Ten patterned names besides four listed: keys the rule does not name, cut off by the count.
+COUNTED_FINITE = {"type": "object", "additionalProperties": False, "maxProperties": 3, "required": ["a"],
+                  "properties": {"a": {"enum": ["1", "22"]}, "b": {"type": "boolean"}, "c": {"const": "x"},
+                                 "d": {"type": "null"}},
+                  "patternProperties": {"^x[0-9]$": {"type": "null"}}}
+COUNTED_GROUPED = {**GROUPED_FINITE, "maxProperties": 2}
+# Two loops (with "a", and without): inside a key, one may write only "a" and the other any name.
+COUNTED_SPLIT = {**COUNTED_FINITE, "required": [], "dependentSchemas": {"a": {"maxProperties": 1}}}
+
+
+@pytest.mark.parametrize("schema, start", [
+    *((COUNTED_FINITE, start) for start in (b"", b'{"b":true,', b'{"x1":null,"d":null,', b'{"x1":null,"x',
+                                            b'{"a":"1","x2":null,', b'{"c":"x","d":null', b'{"b":false,"c')),
+    *((COUNTED_GROUPED, start) for start in (b"", b'{"b":true,', b'{"d":null,', b'{"c":"x",')),
+    *((COUNTED_SPLIT, start) for start in (b"", b'{"', b'{"x', b'{"b":true,"'))])
+def test_masks_with_max_properties_are_exact(infos, schema, start):
+    info = infos("llama-3")
+    validator = jsonschema.Draft202012Validator(schema)
+    values = {"a": ["1", "22"], "b": [True, False], "c": ["x"], "d": [None],
+              **{f"x{k}": [None] for k in range(10) if "patternProperties" in schema}}
+    documents = (d for d in _documents(values, schema.get("required", []), most=schema["maxProperties"])
+                 if validator.is_valid(d))
+    oracle = _DocumentsOracle(documents, info)
+    compiled = Compiler(info, cache_dir=False).compile_json_schema(schema, whitespace="compact", property_order="any")
+    assert isinstance(compiled.engine, MemberSetTokenPDA) and not compiled.notes
     problem = check_masks_along_random_walk(Matcher(compiled), oracle, info, steps=4, seed=len(start), start=start)
     assert problem is None, problem
 

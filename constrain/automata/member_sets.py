@@ -18,12 +18,14 @@ the matcher keeps what the loop forgets, as it keeps a unique array's items
   are: between members, or inside a member's key), not inside the values.
 * *Few bytes can fail.*  A key is *blocked* when its object holds it already or when
   no way to end is left after it (:meth:`MemberRule.feasible`: required names,
-  ``minProperties``, member groups over names).  A configuration there dies on the
-  quote that closes a blocked key; on a comma when no key is left to write; inside a
-  key, once every way to finish it is blocked; and on the closing brace unless its
-  :class:`MemberRule` holds.  The emitter uses the loop only where nothing else can
-  fail (no ``maxProperties`` below the keys there are, outside products), so every
-  configuration that survives those checks can finish.
+  ``minProperties``, ``maxProperties``, member groups over names).  Where
+  ``maxProperties`` leaves room only for names the rule needs, every other key is
+  blocked too, and the keys left are a few listed names (:meth:`MemberSetAutomaton.only`).
+  A configuration there dies on the quote that closes a blocked key; on a comma when
+  no key is left to write; inside a key, once every way to finish it is blocked; and
+  on the closing brace unless its :class:`MemberRule` holds.  The emitter uses the
+  loop only outside products, where nothing else can fail, so every configuration
+  that survives those checks can finish.
 * *Masks are the pushdown automaton's rows* (memoised by configuration) less the
   tokens whose simulation kills every configuration; only tokens that could fail
   are simulated: by their quotes (:func:`~.unique_items.written_suspects`), and by
@@ -37,9 +39,9 @@ from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
-from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA, without_bits
-from .json_strings import (GOES_ON, StringEnds, allowed_tokens, plain_tokens, quote_index, token_ids,
-                           written_suspects)
+from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA, cleared_bits, without_bits
+from .json_strings import (GOES_ON, StringEnds, all_token_ids, allowed_tokens, plain_tokens, quote_index,
+                           token_ids, written_suspects)
 from .unique_items import NO_ITEMS, UniqueItemsAutomaton, item_suspects, tracked_items
 
 __all__ = ["MemberRule", "member_roles", "MemberSetAutomaton", "MemberSetTokenPDA"]
@@ -61,21 +63,24 @@ LEVEL, KEY, KEY_ESCAPED, VALUE = 1, 2, 3, 4
 class MemberRule(NamedTuple):
     """What an object whose members come in any order must meet beyond its loop: the keys
     it requires (raw, as written between the quotes), ``minProperties``, how many keys it
-    may hold at all (:data:`~.unique_items.GOES_ON`: unboundedly many), and its member
+    may hold at all (:data:`~.unique_items.GOES_ON`: unboundedly many), its member
     groups over key names: ``("anyOf" | "oneOf" | "if", branches)`` whose branches are
     pairs (the names each requires, the names it excludes), None where it requires one
     the object cannot have (for ``"if"``: the condition, ``then``, ``else``), or
     ``("dependency", (key, needed))`` (``{key}``, and the names it needs, None when one
-    cannot be written)."""
+    cannot be written); and ``maxProperties`` where it is below :attr:`keys`
+    (:data:`~.unique_items.GOES_ON` where it binds nothing)."""
 
     required: frozenset[bytes]
     min_properties: int
     keys: int
     groups: tuple = ()
+    max_properties: int = GOES_ON
 
     def closes(self, written: frozenset[bytes]) -> bool:
         """Whether an object holding the keys ``written`` may end."""
         return (len(written) >= self.min_properties and self.required <= written
+                and (self.max_properties == GOES_ON or len(written) <= self.max_properties)
                 and all(_group_holds(kind, branches, written) for kind, branches in self.groups))
 
     @property
@@ -96,28 +101,46 @@ class MemberRule(NamedTuple):
 
     def feasible(self, written: frozenset[bytes]) -> bool:
         """Whether some object holding ``written`` and more keys may end: the required
-        names and a subset of the :attr:`searched` ones not written (other names only add
-        to the count)."""
-        relevant = self.relevant
+        names and a subset of the :attr:`searched` ones not written, then other names
+        (they only add to the count) while ``maxProperties`` leaves room."""
+        relevant, most = self.relevant, self.max_properties
         free = sorted(self.searched - written)
         spare = None if self.keys == GOES_ON else self.keys - len(relevant | written)  # other keys left
         for size in range(len(free) + 1):
             for more in itertools.combinations(free, size):
                 held = written.union(self.required, more)
-                if ((spare is None or len(held) + spare >= self.min_properties)
+                if most != GOES_ON:
+                    if len(held) > most:
+                        continue
+                    spare_here = most - len(held) if spare is None else min(spare, most - len(held))
+                else:
+                    spare_here = spare
+                if ((spare_here is None or len(held) + spare_here >= self.min_properties)
                         and all(_group_holds(kind, branches, held) for kind, branches in self.groups)):
                     return True
         return False
 
+    def open_to_others(self, written: frozenset[bytes]) -> bool:
+        """Whether, after ``written``, a key :attr:`relevant` does not name may come next
+        (only ``maxProperties`` can rule them all out: they count and nothing else)."""
+        return self.max_properties == GOES_ON or self.feasible(written | {OTHER_KEY})
+
     def to_json(self) -> list:
         return [_names(self.required), self.min_properties, self.keys,
-                [[kind, [_branch_json(kind, b) for b in branches]] for kind, branches in self.groups]]
+                [[kind, [_branch_json(kind, b) for b in branches]] for kind, branches in self.groups],
+                self.max_properties]
 
     @classmethod
     def from_json(cls, data: list) -> "MemberRule":
-        required, min_properties, keys, groups = data
+        required, min_properties, keys, groups, max_properties = data
         return cls(_raw(required), int(min_properties), int(keys),
-                   tuple((kind, tuple(_branch_from_json(kind, b) for b in branches)) for kind, branches in groups))
+                   tuple((kind, tuple(_branch_from_json(kind, b) for b in branches)) for kind, branches in groups),
+                   int(max_properties))
+
+
+#: A key no text writes (JSON strings escape control bytes): :meth:`MemberRule.feasible`
+#: reads it as one more name that no rule mentions.
+OTHER_KEY = b"\x00"
 
 
 def _branch_json(kind: str, branch: Any) -> Any:
@@ -257,13 +280,18 @@ class MemberSetAutomaton(ByteReader):
             roles[lo:hi] = member_roles(pda, symbol)
         self._rule_of, self._roles = rule_of.tolist(), roles.tolist()
         self.ends = StringEnds(pda.trans)
-        self._ahead: dict[tuple[int, frozenset[bytes]], bool] = {}
+        self._ahead: dict[tuple[int, int, frozenset[bytes]], bool] = {}
         self._blocked: dict[tuple[int, frozenset[bytes]], frozenset[bytes]] = {}
+        self._only: dict[tuple[int, frozenset[bytes]], frozenset[bytes] | None] = {}
         self._steps: dict[tuple[tuple, int], tuple | None] = {}
-        #: Whether some rule has member groups (keys may be blocked before they are written).
-        self.grouped = any(rule.groups for rule in self.rules)
-        #: Whether some rule blocks a name before any is written (an object opening may fail).
-        self.blocked_at_start = any(self.blocked(rule, frozenset()) for rule in range(len(self.rules)))
+        #: Whether some rule has member groups or ``maxProperties`` (keys may be refused
+        #: before they are written).
+        self.grouped = any(rule.groups or rule.max_properties != GOES_ON for rule in self.rules)
+        #: Whether some rule keeps ``maxProperties`` (a comma may fail before keys run out).
+        self.counted = any(rule.max_properties != GOES_ON for rule in self.rules)
+        #: Whether some rule refuses a name before any is written (an object opening may fail).
+        self.blocked_at_start = any(self.blocked(rule, frozenset()) or self.only(rule, frozenset()) is not None
+                                    for rule in range(len(self.rules)))
 
     @property
     def start(self) -> tuple:
@@ -287,11 +315,28 @@ class MemberSetAutomaton(ByteReader):
     def exhausted(self, rules, written: frozenset[bytes], slack: int) -> bool:
         """Whether some of ``rules`` that could hold ``written`` has at most ``slack`` keys
         left to write after it."""
-        for rule in rules:
-            keys = self.rules[rule].keys
-            if keys != GOES_ON and len(written) <= keys and keys - len(self.blocked(rule, written)) <= slack:
-                return True
-        return False
+        return any(left is not None and left <= slack for left in (self.keys_left(rule, written) for rule in rules))
+
+    def keys_left(self, rule: int, written: frozenset[bytes]) -> int | None:
+        """How many more keys an object of rule ``rule`` holding ``written`` may write at
+        most (None: unboundedly many, or ``written`` is too many for such an object)."""
+        met = self.rules[rule]
+        if not self._may_hold(met, written):
+            return None
+        only = self.only(rule, written)
+        if only is not None:
+            left = len(only)
+        else:
+            left = None if met.keys == GOES_ON else met.keys - len(self.blocked(rule, written))
+        if met.max_properties != GOES_ON:
+            room = met.max_properties - len(written)
+            left = room if left is None else min(left, room)
+        return left
+
+    @staticmethod
+    def _may_hold(met: MemberRule, written: frozenset[bytes]) -> bool:
+        """Whether an object of ``met`` may hold as many keys as ``written``."""
+        return all(most == GOES_ON or len(written) <= most for most in (met.keys, met.max_properties))
 
     def step(self, state: tuple, byte: int) -> tuple | None:
         """The state after one byte, or None when the text left the language.
@@ -314,7 +359,7 @@ class MemberSetAutomaton(ByteReader):
         if written is not None and text.string is None and byte == _CLOSE_OBJECT:
             closed = self._kept(closed, lambda rule, role: role != LEVEL or self.rules[rule].closes(written))
         elif text.key and not text.escaped and byte == _QUOTE and (self.grouped or text.string in written):
-            closed = self._kept(closed, lambda rule, role: role != KEY or text.string not in self.blocked(rule, written))
+            closed = self._kept(closed, lambda rule, role: role != KEY or self.may_write(rule, written, text.string))
         after = _lexed(text, byte)
         unique = self.unique
         if unique is not None:
@@ -325,10 +370,10 @@ class MemberSetAutomaton(ByteReader):
         keys = after.keys
         if moved and keys is not None and (keys or self.grouped):
             if text.string is None and byte == _COMMA:
-                moved = self._moved_kept(moved, LEVEL, lambda rule, state: self._key_ahead(state, self.blocked(rule, keys)))
+                moved = self._moved_kept(moved, LEVEL, lambda rule, state: self._key_ahead(state, rule, keys))
             elif after.key and after.string is not None:
-                moved = self._moved_kept(moved, KEY_ESCAPED if after.escaped else KEY, lambda rule, state: self.ends.fresh(
-                    state, after.string, after.escaped, self.blocked(rule, keys)))
+                moved = self._moved_kept(moved, KEY_ESCAPED if after.escaped else KEY, lambda rule, state: self._key_open(
+                    rule, state, after.string, after.escaped, keys))
         if unique is not None:
             moved = unique.after(moved, after.items)
         return (moved, after) if moved else None
@@ -339,13 +384,62 @@ class MemberSetAutomaton(ByteReader):
         found = self._blocked.get((rule, written))
         if found is None:
             met = self.rules[rule]
-            if not met.groups:  # required keys and minProperties can always be met later
+            if not met.groups and met.max_properties == GOES_ON:  # required keys and minProperties can be met later
                 return written
             found = written | {name for name in met.relevant - written if not met.feasible(written | {name})}
             if len(self._blocked) > 100_000:
                 self._blocked.clear()
             self._blocked[(rule, written)] = found
         return found
+
+    def only(self, rule: int, written: frozenset[bytes]) -> frozenset[bytes] | None:
+        """The keys an object of rule ``rule`` holding ``written`` may write next when they
+        are few (``maxProperties`` leaves room for the names its rule needs and no other:
+        a subset of :attr:`MemberRule.relevant`), or None: any key but the
+        :meth:`blocked` ones."""
+        key = (rule, written)
+        found = self._only.get(key, _UNKNOWN)
+        if found is _UNKNOWN:
+            met = self.rules[rule]
+            found = None if met.open_to_others(written) else met.relevant - self.blocked(rule, written)
+            if len(self._only) > 100_000:
+                self._only.clear()
+            self._only[key] = found
+        return found
+
+    def may_write(self, rule: int, written: frozenset[bytes], name: bytes) -> bool:
+        """Whether an object of rule ``rule`` holding ``written`` may write the key ``name`` next."""
+        only = self.only(rule, written)
+        return name not in self.blocked(rule, written) if only is None else name in only
+
+    def restricted(self, configs: tuple, written: frozenset[bytes]) -> bool:
+        """Whether some configuration of ``configs`` is at its own object's level (between
+        members or in a key) in an object holding ``written`` that may write only a few
+        names next (:meth:`only`)."""
+        return any(only is not None for only in self._onlys(configs, written, (LEVEL, KEY, KEY_ESCAPED)))
+
+    def split_by_names(self, configs: tuple, written: frozenset[bytes]) -> tuple[tuple, frozenset[bytes], tuple]:
+        """``configs`` parted into those inside a key of an object holding ``written`` that
+        may write only a few names next (:meth:`only`), every one of their closed
+        configurations, and the others; and the names the first may write."""
+        narrowed, others, names = [], [], set()
+        for config in configs:
+            found = list(self._onlys((config,), written, (KEY, KEY_ESCAPED)))
+            if found and all(only is not None for only in found):
+                narrowed.append(config)
+                names.update(*found)
+            else:
+                others.append(config)
+        return tuple(narrowed), frozenset(names), tuple(others)
+
+    def _onlys(self, configs: tuple, written: frozenset[bytes], where: tuple[int, ...]):
+        """Per closed configuration of ``configs``: :meth:`only` of its object holding
+        ``written`` where it is at one of the roles ``where``, else None."""
+        rule_of, roles, stride = self._rule_of, self._roles, self.pda.stride
+        for config in self.pda.closure(configs):
+            state = config[-1] % stride
+            rule = rule_of[state]
+            yield self.only(rule, written) if rule >= 0 and roles[state] in where else None
 
     def blocked_by(self, rules, written: frozenset[bytes]) -> frozenset[bytes]:
         """The keys some of ``rules`` blocks after ``written`` (see :meth:`blocked`)."""
@@ -370,16 +464,35 @@ class MemberSetAutomaton(ByteReader):
         return tuple(c for c in configs
                      if roles[c[-1] % stride] != role or keep(rule_of[c[-1] % stride], c[-1] % stride))
 
-    def _key_ahead(self, state: int, written: frozenset[bytes]) -> bool:
-        """Whether from ``state`` (just after a comma between members) some key not in
-        ``written`` can be written: through whitespace to a quote, then a fresh key."""
-        found = self._ahead.get((state, written))
+    def _key_open(self, rule: int, state: int, string: bytes, escaped: bool, written: frozenset[bytes]) -> bool:
+        """Whether from ``state`` inside a key of an object of rule ``rule`` holding
+        ``written`` (``string`` read so far, ``escaped`` after its backslash) the key
+        can close as one that object may write (:meth:`may_write`)."""
+        only = self.only(rule, written)
+        if only is None:
+            return self.ends.fresh(state, string, escaped, self.blocked(rule, written))
+        return any(name.startswith(string) and self._spells(state, name[len(string):] + b'"') for name in only)
+
+    def _spells(self, state: int, data: bytes) -> bool:
+        """Whether the table reads ``data`` from ``state`` (inside one callee's key)."""
+        trans = self.pda.trans
+        for byte in data:
+            state = int(trans[state, byte])
+            if state < 0:
+                return False
+        return True
+
+    def _key_ahead(self, state: int, rule: int, written: frozenset[bytes]) -> bool:
+        """Whether from ``state`` (just after a comma between members) an object of rule
+        ``rule`` holding ``written`` can write a key: through whitespace to a quote,
+        then a key it may write (:meth:`_key_open`)."""
+        found = self._ahead.get((state, rule, written))
         if found is None:
             trans, found = self.pda.trans, False
             todo, seen = [state], {state}
             while todo and not found:
                 row = trans[todo.pop()]
-                found = row[_QUOTE] >= 0 and self.ends.fresh(int(row[_QUOTE]), b"", False, written)
+                found = row[_QUOTE] >= 0 and self._key_open(rule, int(row[_QUOTE]), b"", False, written)
                 for byte in _WHITESPACE:
                     nxt = int(row[byte])
                     if nxt >= 0 and nxt not in seen:
@@ -387,7 +500,7 @@ class MemberSetAutomaton(ByteReader):
                         todo.append(nxt)
             if len(self._ahead) > 100_000:
                 self._ahead.clear()
-            self._ahead[(state, written)] = found
+            self._ahead[(state, rule, written)] = found
         return found
 
     def is_accepting(self, state: tuple) -> bool:
@@ -511,11 +624,52 @@ class MemberSetTokenPDA(ReaderTokenPDA):
         words = super().mask_words(state[0])
         killed = self._killed.get(state)
         if killed is None:
-            killed = self.killed(state, self._suspects(state[0], state[1], words))
+            killed = self._kept_in_key(state, words)
+            if killed is None:
+                killed = self.killed(state, self._suspects(state[0], state[1], words))
             if len(self._killed) >= MAX_REMEMBERED_STATES:
                 self._killed.clear()
             self._killed[state] = killed
+        if isinstance(killed, np.ndarray):  # the few tokens kept (:meth:`_kept_in_key`)
+            return words & killed
         return without_bits(words, killed)
+
+    def _kept_in_key(self, state: tuple, words: np.ndarray) -> np.ndarray | None:
+        """Inside a key that may only be one of a few names (:meth:`MemberSetAutomaton.only`):
+        the tokens kept, as packed words, or None elsewhere.
+
+        Nearly every token is refused there, too many to simulate (a free key allows
+        most of the vocabulary), so the simulated ones are those that may survive: the
+        tokens with a quote, and the tokens without one that spell a beginning of what
+        is left of some allowed name.  Configurations whose key is free are masked on
+        their own (a token is kept when some configuration reads it)."""
+        configs, text = state
+        if not text.key or text.string is None:
+            return None
+        narrowed, names, others = self.members.split_by_names(configs, text.keys)
+        if not narrowed:
+            return None
+        kept = self._kept_among_names((narrowed, text), words, names)
+        return kept | self.mask_words((others, text)) if others else kept
+
+    def _kept_among_names(self, state: tuple, words: np.ndarray, names: frozenset[bytes]) -> np.ndarray:
+        """:meth:`_kept_in_key` where every configuration's key is one of ``names``."""
+        text = state[1]
+        candidates = allowed_tokens(words, self._quotes.any_quote)
+        for name in names:
+            if name.startswith(text.string):
+                rest = name[len(text.string):]
+                for k in range(1, min(len(rest), self.trie.max_depth) + 1):
+                    hit = self._plain.get(rest[:k])
+                    if hit:
+                        candidates += allowed_tokens(words, token_ids(hit))
+        kept = sorted(set(candidates))
+        refused = self.killed(state, kept)
+        words = np.zeros_like(words)
+        if kept:
+            where, bits = cleared_bits(kept)
+            words[where] = ~bits
+        return without_bits(words, refused)
 
     def _suspects(self, configs: tuple, text: _Text, words: np.ndarray) -> list[int]:
         """The allowed tokens that may kill a configuration (a superset: the simulation
@@ -528,12 +682,14 @@ class MemberSetTokenPDA(ReaderTokenPDA):
         rules = self._rules_of(configs)
         objects = [keys for keys in text.containers if keys is not None]
         if rules and objects:
-            wanted |= _COMMAS_KEYED | _POPS_KEYED
+            wanted |= _COMMAS_KEYED | _POPS_KEYED | (_COMMAS | _POPS if members.counted else 0)
             top = text.keys
             if top is not None:
                 blocked = members.blocked_by(rules, top)
                 quotes = self._quotes
-                if blocked:
+                if members.restricted(configs, top):  # a few names only: every key a token may touch
+                    suspects = allowed_tokens(words, all_token_ids(len(words)) if text.key else quotes.any_quote)
+                elif blocked:
                     first = text.key or text.string is None  # inside a value, the first quote closes it
                     suspects = written_suspects(quotes, self._plain, words, blocked, text.string, text.escaped, True,
                                                 self.trie.max_depth, members.exhausted(rules, top, quotes.most_closed),

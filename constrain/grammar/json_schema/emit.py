@@ -69,8 +69,8 @@ _JSON_TEXT = ("contentMediaType: application/json",)
 SHARED_STRING_STATES = 2000
 # Object constants are written in any order up to this many members (2**k states per object).
 MAX_ANY_ORDER_MEMBERS = 6
-#: property_order="any" where no member loop can stand (maxProperties below the keys
-#: there are, keys that cannot be counted): the subset graph, 2**k copies of the
+#: property_order="any" where no member loop can stand (keys that cannot be counted,
+#: no call here): the subset graph, 2**k copies of the
 #: values, up to this many members (at 6, ui5.yaml and three others passed the state
 #: limit or the compile timeout); larger objects keep schema order.
 MAX_GRAPH_ORDER_MEMBERS = 3
@@ -992,7 +992,7 @@ class SchemaEmitter:
             # Schema order counts the keys written: two additional members with one name
             # would count twice towards minProperties (a JSON object keeps one of them).
             # The member loop keeps the names written (in any order); where it cannot stand
-            # (maxProperties below the keys there are), the count stays over the text, and
+            # (keys that cannot be counted, no call here), the count stays over the text, and
             # generate_json's parse refuses an output that repeats a key to make it up.
             call = self._any_order_call(spec, members, extras, groups)
             if call is not None:
@@ -1026,10 +1026,14 @@ class SchemaEmitter:
         them could hold (:meth:`MemberRule.feasible`, a search over the
         :data:`MAX_GROUP_NAMES` names at most that they mention besides ``required``).
 
+        ``maxProperties`` below the keys the object may hold is a count the matcher keeps
+        too: no comma once it is reached, and only the names the rule still needs once
+        they fill what is left (:meth:`MemberRule.open_to_others`).
+
         None where that is not exact or cannot stand: where a failure could come before
-        the closing brace that no name search sees (``maxProperties`` below the keys the
-        object may hold, keys :func:`string_values` cannot count), where no call may
-        stand (a product's operand, ``max_any_depth``, all wide symbols taken).
+        the closing brace that no name search sees (keys :func:`string_values` cannot
+        count), where no call may stand (a product's operand, ``max_any_depth``, all
+        wide symbols taken).
         """
         if not self._shareable(spec.slots) or not self._wide_symbols_left():
             return None
@@ -2540,16 +2544,17 @@ def _member_rule(spec: Spec, members: list[tuple[str, RegexNode, bool]], extra_k
                  groups: list["_Presence | _Dependency"]) -> MemberRule | None:
     """What the matcher checks of an any-order object (see ``SchemaEmitter._any_order_call``;
     ``extra_keys``: :func:`_extra_key_count`), or None where a name search cannot see
-    every failure: keys that cannot be counted, ``maxProperties`` below the keys the
-    object may hold, more than :data:`MAX_GROUP_NAMES` names to search."""
+    every failure: keys that cannot be counted, more than :data:`MAX_GROUP_NAMES` names
+    to search."""
     keys = _key_count(members, extra_keys)
     if keys is None or (keys != GOES_ON and keys < spec.min_properties):
         return None
-    if spec.max_properties is not None and (keys == GOES_ON or keys > spec.max_properties):
-        return None
+    most = spec.max_properties
+    binds = most is not None and (keys == GOES_ON or keys > most)
     raw = [key[1:-1].encode() for key, _, _ in members]
     rule = MemberRule(frozenset(name for name, (_, _, required) in zip(raw, members) if required),
-                      spec.min_properties, keys, tuple(_group_by_names(group, raw) for group in groups))
+                      spec.min_properties, keys, tuple(_group_by_names(group, raw) for group in groups),
+                      most if binds else GOES_ON)
     return None if len(rule.searched) > MAX_GROUP_NAMES else rule
 
 
