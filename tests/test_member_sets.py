@@ -429,7 +429,8 @@ COUNTED_SPLIT = {**COUNTED_FINITE, "required": [], "dependentSchemas": {"a": {"m
 
 @pytest.mark.parametrize("schema, start", [
     *((COUNTED_FINITE, start) for start in (b"", b'{"b":true,', b'{"x1":null,"d":null,', b'{"x1":null,"x',
-                                            b'{"a":"1","x2":null,', b'{"c":"x","d":null', b'{"b":false,"c')),
+                                            b'{"a":"1","x2":null,', b'{"c":"x","d":null', b'{"b":false,"c',
+                                            b'{"b":true,"c":"x"', b'{"b":true,"c":"x', b'{"x3":null,"b":true')),
     *((COUNTED_GROUPED, start) for start in (b"", b'{"b":true,', b'{"d":null,', b'{"c":"x",')),
     *((COUNTED_SPLIT, start) for start in (b"", b'{"', b'{"x', b'{"b":true,"'))])
 def test_masks_with_max_properties_are_exact(infos, schema, start):
@@ -444,6 +445,28 @@ def test_masks_with_max_properties_are_exact(infos, schema, start):
     assert isinstance(compiled.engine, MemberSetTokenPDA) and not compiled.notes
     problem = check_masks_along_random_walk(Matcher(compiled), oracle, info, steps=4, seed=len(start), start=start)
     assert problem is None, problem
+
+
+@pytest.mark.parametrize("start", [b'{"b":1', b'{"b":"', b'{"b":1,', b'{"b":1,"', b'{"b":1,"z', b'{"a":1,"q":2',
+                                   b'{"q":[1,{"r":2}]', b'{"a":{"s":1}', b'{"', b'{"a":1,"z":1'])
+def test_masks_with_max_properties_and_open_names_refuse_what_the_reader_refuses(infos, start):
+    """Where names are open no documents can be listed, so the mask is checked against the
+    byte reader (checked against jsonschema above) over every token the plain pushdown
+    allows: a token is masked out exactly when reading it whole is refused.  The suspects
+    (tokens simulated) must include every token that may begin a key the count rules
+    out, after a comma (',"\\') or a bracket as much as at a key's place."""
+    info = infos("llama-3")
+    schema = {**COUNTED["required stranger"], "properties": {"a": {}, "b": {}, "c": {}, "z": {}}}
+    engine = Compiler(info, cache_dir=False).compile_json_schema(schema, whitespace="compact",
+                                                                 property_order="any").engine
+    state = engine.reader.walk(engine.reader.start, start)
+    assert state is not None, start
+    words = engine.mask_words(state)
+    allowed = set(np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little")).tolist())
+    plain = np.flatnonzero(np.unpackbits(super(MemberSetTokenPDA, engine).mask_words(state[0]).view(np.uint8),
+                                         bitorder="little")).tolist()
+    read = {token for token in plain if engine.reader.walk(state, info.token_bytes[token]) is not None}
+    assert allowed == read, (sorted(allowed - read)[:5], sorted(read - allowed)[:5])
 
 
 @pytest.mark.parametrize("data, inside, kinds", [

@@ -252,6 +252,7 @@ def _lexed(text: _Text, byte: int) -> _Text:
 
 
 _UNKNOWN = object()  # a step not taken yet (None is a step that leaves the language)
+_NO_TOKENS = np.zeros(0, dtype=np.int64)
 
 
 class MemberSetAutomaton(ByteReader):
@@ -287,8 +288,6 @@ class MemberSetAutomaton(ByteReader):
         #: Whether some rule has member groups or ``maxProperties`` (keys may be refused
         #: before they are written).
         self.grouped = any(rule.groups or rule.max_properties != GOES_ON for rule in self.rules)
-        #: Whether some rule keeps ``maxProperties`` (a comma may fail before keys run out).
-        self.counted = any(rule.max_properties != GOES_ON for rule in self.rules)
         #: Whether some rule refuses a name before any is written (an object opening may fail).
         self.blocked_at_start = any(self.blocked(rule, frozenset()) or self.only(rule, frozenset()) is not None
                                     for rule in range(len(self.rules)))
@@ -413,33 +412,38 @@ class MemberSetAutomaton(ByteReader):
         return name not in self.blocked(rule, written) if only is None else name in only
 
     def restricted(self, configs: tuple, written: frozenset[bytes]) -> bool:
-        """Whether some configuration of ``configs`` is at its own object's level (between
-        members or in a key) in an object holding ``written`` that may write only a few
-        names next (:meth:`only`)."""
-        return any(only is not None for only in self._onlys(configs, written, (LEVEL, KEY, KEY_ESCAPED)))
+        """Whether some configuration of ``configs`` whose topmost frame in an any-order
+        object is at that object's level (between members, in a key or a value: a call
+        into a free value may be above it) is in an object holding ``written`` that may
+        write only a few names next (:meth:`only`).  A superset where the free value
+        opened an object of its own (``written`` is then its keys)."""
+        rule_of, roles, stride = self._rule_of, self._roles, self.pda.stride
+        for config in self.pda.closure(configs):
+            for state in reversed(config):
+                state %= stride
+                if roles[state]:
+                    if self.only(rule_of[state], written) is not None:
+                        return True
+                    break
+        return False
 
     def split_by_names(self, configs: tuple, written: frozenset[bytes]) -> tuple[tuple, frozenset[bytes], tuple]:
         """``configs`` parted into those inside a key of an object holding ``written`` that
         may write only a few names next (:meth:`only`), every one of their closed
         configurations, and the others; and the names the first may write."""
+        rule_of, roles, stride = self._rule_of, self._roles, self.pda.stride
         narrowed, others, names = [], [], set()
         for config in configs:
-            found = list(self._onlys((config,), written, (KEY, KEY_ESCAPED)))
+            found = []
+            for closed in self.pda.closure((config,)):
+                state = closed[-1] % stride
+                found.append(self.only(rule_of[state], written) if roles[state] in (KEY, KEY_ESCAPED) else None)
             if found and all(only is not None for only in found):
                 narrowed.append(config)
                 names.update(*found)
             else:
                 others.append(config)
         return tuple(narrowed), frozenset(names), tuple(others)
-
-    def _onlys(self, configs: tuple, written: frozenset[bytes], where: tuple[int, ...]):
-        """Per closed configuration of ``configs``: :meth:`only` of its object holding
-        ``written`` where it is at one of the roles ``where``, else None."""
-        rule_of, roles, stride = self._rule_of, self._roles, self.pda.stride
-        for config in self.pda.closure(configs):
-            state = config[-1] % stride
-            rule = rule_of[state]
-            yield self.only(rule, written) if rule >= 0 and roles[state] in where else None
 
     def blocked_by(self, rules, written: frozenset[bytes]) -> frozenset[bytes]:
         """The keys some of ``rules`` blocks after ``written`` (see :meth:`blocked`)."""
@@ -653,16 +657,25 @@ class MemberSetTokenPDA(ReaderTokenPDA):
         return kept | self.mask_words((others, text)) if others else kept
 
     def _kept_among_names(self, state: tuple, words: np.ndarray, names: frozenset[bytes]) -> np.ndarray:
-        """:meth:`_kept_in_key` where every configuration's key is one of ``names``."""
+        """:meth:`_kept_in_key` where every configuration's key is one of ``names``: the
+        tokens whose first quote closes the key as one of them (looked up by the rest of
+        each, :class:`~.json_strings.QuoteIndex`; after a backslash, every token with a
+        quote), and those without a quote that spell a beginning of a rest."""
         text = state[1]
-        candidates = allowed_tokens(words, self._quotes.any_quote)
-        for name in names:
-            if name.startswith(text.string):
-                rest = name[len(text.string):]
-                for k in range(1, min(len(rest), self.trie.max_depth) + 1):
-                    hit = self._plain.get(rest[:k])
-                    if hit:
-                        candidates += allowed_tokens(words, token_ids(hit))
+        rests = {name[len(text.string):] for name in names if name.startswith(text.string)}
+        quotes = self._quotes
+        if text.escaped:  # the index reads from an unescaped start
+            candidates = allowed_tokens(words, quotes.any_quote)
+        else:
+            candidates = [token for token in allowed_tokens(words, quotes.inside.several_ids)
+                          if quotes.inside.several[token][0] in rests]
+            for rest in rests:
+                candidates += allowed_tokens(words, quotes.inside.closing.get(rest, _NO_TOKENS))
+        for rest in rests:
+            for k in range(1, min(len(rest), self.trie.max_depth) + 1):
+                hit = self._plain.get(rest[:k])
+                if hit:
+                    candidates += allowed_tokens(words, token_ids(hit))
         kept = sorted(set(candidates))
         refused = self.killed(state, kept)
         words = np.zeros_like(words)
@@ -682,12 +695,15 @@ class MemberSetTokenPDA(ReaderTokenPDA):
         rules = self._rules_of(configs)
         objects = [keys for keys in text.containers if keys is not None]
         if rules and objects:
-            wanted |= _COMMAS_KEYED | _POPS_KEYED | (_COMMAS | _POPS if members.counted else 0)
+            wanted |= _COMMAS_KEYED | _POPS_KEYED
             top = text.keys
             if top is not None:
                 blocked = members.blocked_by(rules, top)
                 quotes = self._quotes
-                if members.restricted(configs, top):  # a few names only: every key a token may touch
+                restricted = members.restricted(configs, top)
+                if restricted:  # a few names only: a comma may lead to a key begun wrong (',"x')
+                    wanted |= _COMMAS
+                if restricted and (text.key or text.expecting_key):  # every token a key may begin or go on in
                     suspects = allowed_tokens(words, all_token_ids(len(words)) if text.key else quotes.any_quote)
                 elif blocked:
                     first = text.key or text.string is None  # inside a value, the first quote closes it
