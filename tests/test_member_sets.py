@@ -469,6 +469,19 @@ def test_masks_with_max_properties_and_open_names_refuse_what_the_reader_refuses
     assert allowed == read, (sorted(allowed - read)[:5], sorted(read - allowed)[:5])
 
 
+def test_a_few_names_left_count_as_out_of_keys_for_the_suspects(infos):
+    """Where only a few names may follow, the tokens that fail when no key is left (a comma,
+    a bracket back into the object) are simulated too: whether the table can spell one
+    of those names is the simulation's to say, not the count's."""
+    engine = Compiler(infos("llama-3"), cache_dir=False).compile_json_schema(
+        COUNTED["required stranger"], whitespace="compact", property_order="any").engine
+    members = engine.members
+    rules = range(len(members.rules))
+    assert members.only(0, frozenset({b"b"})) == {b"a", b"z"} and members.only(0, frozenset()) is None
+    assert members.exhausted(rules, frozenset({b"b"}), 0) and not members.exhausted(rules, frozenset(), 0)
+    assert members.keys_left(0, frozenset({b"b"})) == 2
+
+
 @pytest.mark.parametrize("data, inside, kinds", [
     (b"}", False, ms._CLOSING), (b"},", False, ms._CLOSING | ms._POPS), (b'"}', True, ms._CLOSING),
     (b"}}", False, ms._CLOSING_MORE), (b",", False, ms._COMMAS), (b',"a":"', False, ms._COMMAS_KEYED),

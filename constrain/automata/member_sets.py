@@ -313,8 +313,10 @@ class MemberSetAutomaton(ByteReader):
 
     def exhausted(self, rules, written: frozenset[bytes], slack: int) -> bool:
         """Whether some of ``rules`` that could hold ``written`` has at most ``slack`` keys
-        left to write after it."""
-        return any(left is not None and left <= slack for left in (self.keys_left(rule, written) for rule in rules))
+        left to write after it, or may write only a few names next (:meth:`only`: whether
+        the table can still spell one is left to the simulation)."""
+        return any(left is not None and left <= slack for left in (self.keys_left(rule, written) for rule in rules)) \
+            or any(self._may_hold(self.rules[rule], written) and self.only(rule, written) is not None for rule in rules)
 
     def keys_left(self, rule: int, written: frozenset[bytes]) -> int | None:
         """How many more keys an object of rule ``rule`` holding ``written`` may write at
