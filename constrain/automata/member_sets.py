@@ -610,6 +610,16 @@ def _structure(data: bytes, inside: bool) -> int:
     return bits
 
 
+class _Kept(NamedTuple):
+    """A mask inside a key that may only be one of a few names: the tokens kept there, as
+    the packed words they touch (``where``) and their bits in each (``bits``), and the
+    configurations masked on their own (``others``: their keys are free)."""
+
+    where: np.ndarray
+    bits: np.ndarray
+    others: tuple
+
+
 class MemberSetTokenPDA(ReaderTokenPDA):
     """Token masks of a :class:`MemberSetAutomaton`: the pushdown automaton's rows, less the
     tokens whose simulation kills every configuration (only suspects are simulated)."""
@@ -630,19 +640,29 @@ class MemberSetTokenPDA(ReaderTokenPDA):
         words = super().mask_words(state[0])
         killed = self._killed.get(state)
         if killed is None:
-            killed = self._kept_in_key(state, words)
+            killed = self._kept_in_key(state)
             if killed is None:
                 killed = self.killed(state, self._suspects(state[0], state[1], words))
             if len(self._killed) >= MAX_REMEMBERED_STATES:
                 self._killed.clear()
             self._killed[state] = killed
-        if isinstance(killed, np.ndarray):  # the few tokens kept (:meth:`_kept_in_key`)
-            return words & killed
+        if isinstance(killed, _Kept):
+            return self._with_kept(words, killed, state[1])
         return without_bits(words, killed)
 
-    def _kept_in_key(self, state: tuple, words: np.ndarray) -> np.ndarray | None:
+    def _with_kept(self, words: np.ndarray, kept: "_Kept", text: _Text) -> np.ndarray:
+        """``words`` less every token but ``kept``'s, joined with the mask of its other
+        configurations (memoised on their own)."""
+        out = np.zeros_like(words)
+        out[kept.where] = kept.bits
+        out &= words
+        if kept.others:
+            out |= self.mask_words((kept.others, text))
+        return out
+
+    def _kept_in_key(self, state: tuple) -> "_Kept | None":
         """Inside a key that may only be one of a few names (:meth:`MemberSetAutomaton.only`):
-        the tokens kept, as packed words, or None elsewhere.
+        the tokens kept (:class:`_Kept`), or None elsewhere.
 
         Nearly every token is refused there, too many to simulate (a free key allows
         most of the vocabulary), so the simulated ones are those that may survive: the
@@ -655,14 +675,16 @@ class MemberSetTokenPDA(ReaderTokenPDA):
         narrowed, names, others = self.members.split_by_names(configs, text.keys)
         if not narrowed:
             return None
-        kept = self._kept_among_names((narrowed, text), words, names)
-        return kept | self.mask_words((others, text)) if others else kept
+        where, bits = self._kept_among_names((narrowed, text), super().mask_words(narrowed), names)
+        return _Kept(where, bits, others)
 
-    def _kept_among_names(self, state: tuple, words: np.ndarray, names: frozenset[bytes]) -> np.ndarray:
+    def _kept_among_names(self, state: tuple, words: np.ndarray, names: frozenset[bytes]) -> tuple:
         """:meth:`_kept_in_key` where every configuration's key is one of ``names``: the
         tokens whose first quote closes the key as one of them (looked up by the rest of
         each, :class:`~.json_strings.QuoteIndex`; after a backslash, every token with a
-        quote), and those without a quote that spell a beginning of a rest."""
+        quote), and those without a quote that spell a beginning of a rest, simulated
+        against ``words`` (those configurations' rows).  The survivors as the packed
+        words they touch and their bits there."""
         text = state[1]
         rests = {name[len(text.string):] for name in names if name.startswith(text.string)}
         quotes = self._quotes
@@ -679,12 +701,15 @@ class MemberSetTokenPDA(ReaderTokenPDA):
                 if hit:
                     candidates += allowed_tokens(words, token_ids(hit))
         kept = sorted(set(candidates))
+        if not kept:
+            return _NO_TOKENS, np.zeros(0, dtype=np.uint32)
+        where, cleared = cleared_bits(kept)
+        bits = ~cleared
         refused = self.killed(state, kept)
-        words = np.zeros_like(words)
-        if kept:
-            where, bits = cleared_bits(kept)
-            words[where] = ~bits
-        return without_bits(words, refused)
+        if refused:
+            refused_where, keep = refused
+            bits[np.searchsorted(where, refused_where)] &= keep
+        return where, bits
 
     def _suspects(self, configs: tuple, text: _Text, words: np.ndarray) -> list[int]:
         """The allowed tokens that may kill a configuration (a superset: the simulation
