@@ -447,16 +447,23 @@ def test_masks_with_max_properties_are_exact(infos, schema, start):
     assert problem is None, problem
 
 
-@pytest.mark.parametrize("start", [b'{"b":1', b'{"b":"', b'{"b":1,', b'{"b":1,"', b'{"b":1,"z', b'{"a":1,"q":2',
-                                   b'{"q":[1,{"r":2}]', b'{"a":{"s":1}', b'{"', b'{"a":1,"z":1'])
-def test_masks_with_max_properties_and_open_names_refuse_what_the_reader_refuses(infos, start):
+OPEN_COUNTED = {**COUNTED["required stranger"], "properties": {"a": {}, "b": {}, "c": {}, "z": {}}}
+# The fuzzer's seed 18: no key at all may come, so '{"' is refused whole.
+NO_KEYS = {"type": ["object", "number"], "maxProperties": 0}
+
+
+@pytest.mark.parametrize("schema, start", [
+    *((OPEN_COUNTED, start) for start in (b'{"b":1', b'{"b":"', b'{"b":1,', b'{"b":1,"', b'{"b":1,"z', b'{"a":1,"q":2',
+                                          b'{"q":[1,{"r":2}]', b'{"a":{"s":1}', b'{"', b'{"a":1,"z":1')),
+    (NO_KEYS, b""), ({"type": "array", "items": NO_KEYS}, b"["), ({"type": "array", "items": NO_KEYS}, b"[{},")])
+def test_masks_with_max_properties_and_open_names_refuse_what_the_reader_refuses(infos, schema, start):
     """Where names are open no documents can be listed, so the mask is checked against the
     byte reader (checked against jsonschema above) over every token the plain pushdown
     allows: a token is masked out exactly when reading it whole is refused.  The suspects
     (tokens simulated) must include every token that may begin a key the count rules
-    out, after a comma (',"\\') or a bracket as much as at a key's place."""
+    out, after a comma (',"\\') or a bracket as much as at a key's place, or after the
+    brace that opens an object where no key may come ('{"')."""
     info = infos("llama-3")
-    schema = {**COUNTED["required stranger"], "properties": {"a": {}, "b": {}, "c": {}, "z": {}}}
     engine = Compiler(info, cache_dir=False).compile_json_schema(schema, whitespace="compact",
                                                                  property_order="any").engine
     state = engine.reader.walk(engine.reader.start, start)
@@ -486,7 +493,7 @@ def test_a_few_names_left_count_as_out_of_keys_for_the_suspects(infos):
     (b"}", False, ms._CLOSING), (b"},", False, ms._CLOSING | ms._POPS), (b'"}', True, ms._CLOSING),
     (b"}}", False, ms._CLOSING_MORE), (b",", False, ms._COMMAS), (b',"a":"', False, ms._COMMAS_KEYED),
     (b'},"a', False, ms._CLOSING | ms._POPS_KEYED), (b"{}", False, 0), (b"{},", False, ms._COMMAS),
-    (b'{"a":1,', False, ms._OPENS), (b'{"b', False, ms._OPENS_TAIL), (b'{"', False, 0), (b"[1,", False, 0),
+    (b'{"a":1,', False, ms._OPENS), (b'{"b', False, ms._OPENS_TAIL), (b'{"', False, ms._OPENS_TAIL), (b"[1,", False, 0),
     (b"]}", False, ms._CLOSING_MORE), (b'x"', True, 0), (b'\\"}', True, 0)])
 def test_tokens_are_sorted_by_what_they_do_outside_strings(data, inside, kinds):
     """The kinds pick the suspects (a kind missed is a token never simulated): brackets a

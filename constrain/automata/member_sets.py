@@ -605,7 +605,7 @@ def _structure(data: bytes, inside: bool) -> int:
         bits |= _POPS_KEYED if after_closer >= 2 or (tail or 0) > 0 else _POPS
     if opens or after_open >= 2:
         bits |= _OPENS
-    elif after_open == 1 and _OPEN_OBJECT in opened and tail:
+    elif after_open == 1 and _OPEN_OBJECT in opened and tail is not None:  # {" fails where no key may come
         bits |= _OPENS_TAIL
     return bits
 
