@@ -30,6 +30,9 @@ the matcher keeps what the loop forgets, as it keeps a unique array's items
   tokens whose simulation kills every configuration; only tokens that could fail
   are simulated: by their quotes (:func:`~.unique_items.written_suspects`), and by
   the commas and closing braces they hold outside strings (:class:`_MemberIndex`).
+  Inside a key that may only be one of a few names nearly every token fails, so
+  there the mask is the other way round: only the tokens that may spell one of them
+  are simulated, and only the survivors kept (:class:`_Kept`).
 """
 
 from __future__ import annotations
