@@ -318,8 +318,13 @@ class MemberSetAutomaton(ByteReader):
         """Whether some of ``rules`` that could hold ``written`` has at most ``slack`` keys
         left to write after it, or may write only a few names next (:meth:`only`: whether
         the table can still spell one is left to the simulation)."""
-        return any(left is not None and left <= slack for left in (self.keys_left(rule, written) for rule in rules)) \
-            or any(self._may_hold(self.rules[rule], written) and self.only(rule, written) is not None for rule in rules)
+        for rule in rules:
+            if self._may_hold(self.rules[rule], written) and self.only(rule, written) is not None:
+                return True
+            left = self.keys_left(rule, written)
+            if left is not None and left <= slack:
+                return True
+        return False
 
     def keys_left(self, rule: int, written: frozenset[bytes]) -> int | None:
         """How many more keys an object of rule ``rule`` holding ``written`` may write at
@@ -683,26 +688,14 @@ class MemberSetTokenPDA(ReaderTokenPDA):
 
     def _kept_among_names(self, state: tuple, words: np.ndarray, names: frozenset[bytes]) -> tuple:
         """:meth:`_kept_in_key` where every configuration's key is one of ``names``: the
-        tokens whose first quote closes the key as one of them (looked up by the rest of
-        each, :class:`~.json_strings.QuoteIndex`; after a backslash, every token with a
-        quote), and those without a quote that spell a beginning of a rest, simulated
-        against ``words`` (those configurations' rows).  The survivors as the packed
-        words they touch and their bits there."""
+        tokens that may close the key as one of them or leave it on a beginning of one
+        (:func:`~.json_strings.written_suspects` of the names, the lookup by what each
+        still needs that finds a unique array's repeats), simulated against ``words``
+        (those configurations' rows).  The survivors as the packed words they touch and
+        their bits there."""
         text = state[1]
-        rests = {name[len(text.string):] for name in names if name.startswith(text.string)}
-        quotes = self._quotes
-        if text.escaped:  # the index reads from an unescaped start
-            candidates = allowed_tokens(words, quotes.any_quote)
-        else:
-            candidates = [token for token in allowed_tokens(words, quotes.inside.several_ids)
-                          if quotes.inside.several[token][0] in rests]
-            for rest in rests:
-                candidates += allowed_tokens(words, quotes.inside.closing.get(rest, _NO_TOKENS))
-        for rest in rests:
-            for k in range(1, min(len(rest), self.trie.max_depth) + 1):
-                hit = self._plain.get(rest[:k])
-                if hit:
-                    candidates += allowed_tokens(words, token_ids(hit))
+        candidates = written_suspects(self._quotes, self._plain, words, names, text.string, text.escaped, True,
+                                      self.trie.max_depth)
         kept = sorted(set(candidates))
         if not kept:
             return _NO_TOKENS, np.zeros(0, dtype=np.uint32)
