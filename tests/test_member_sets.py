@@ -463,7 +463,12 @@ def test_masks_with_max_properties_and_open_names_refuse_what_the_reader_refuses
     (tokens simulated) must include every token that may begin a key the count rules
     out, after a comma (',"\\') or a bracket as much as at a key's place, or after the
     brace that opens an object where no key may come ('{"')."""
-    info = infos("llama-3")
+    _check_mask_against_reader(infos("llama-3"), schema, start)
+
+
+def _check_mask_against_reader(info, schema, start):
+    """The mask at ``start`` (compact, any order) is every token the plain pushdown allows
+    that the reader does not refuse when it reads the token whole."""
     engine = Compiler(info, cache_dir=False).compile_json_schema(schema, whitespace="compact",
                                                                  property_order="any").engine
     state = engine.reader.walk(engine.reader.start, start)
@@ -474,6 +479,31 @@ def test_masks_with_max_properties_and_open_names_refuse_what_the_reader_refuses
                                          bitorder="little")).tolist()
     read = {token for token in plain if engine.reader.walk(state, info.token_bytes[token]) is not None}
     assert allowed == read, (sorted(allowed - read)[:5], sorted(read - allowed)[:5])
+
+
+_NAMED = {"Time": {}, "Timestamp": {}, "Tim": {"type": "integer"}}
+# Keys that can go on forever wherever they go (additional names are open), keys that end
+# within a few bytes past some places (listed names beside a pattern, or bounded names),
+# and a key escaped.
+KEYS_ENDING = {
+    "open": {"properties": _NAMED},
+    "pattern": {"properties": _NAMED, "patternProperties": {"^x": {}}, "additionalProperties": False},
+    "bounded names": {"properties": _NAMED, "propertyNames": {"maxLength": 9}},
+    "escaped": {"properties": {"a\\b": {}, "a\\c": {}}, "additionalProperties": False},
+}
+
+
+@pytest.mark.parametrize("name, start", [
+    *((name, start) for name in ("open", "pattern", "bounded names")
+      for start in (b'{"Timestamp":1,"', b'{"Timestamp":1,"T', b'{"Timestamp":1,"Time', b'{"Tim":1,"Time":2,"Ti',
+                    b'{"x":1,"Timestamp":1,"xTim')),
+    ("escaped", b'{"a\\\\b":1,"a\\\\'), ("escaped", b'{"a\\\\b":1,"a'), ("open", b'{"Time":1,"\\')])
+def test_masks_inside_keys_refuse_what_the_reader_refuses(infos, name, start):
+    """Inside a key of an object open to other names no token that stays inside can be
+    refused, and such tokens are not simulated; where the key may end within a few
+    bytes (a listed name beside a pattern, a bounded name), a token that spells a written
+    name's rest is, and must be refused exactly when reading it is."""
+    _check_mask_against_reader(infos("llama-3"), KEYS_ENDING[name], start)
 
 
 def test_a_few_names_left_count_as_out_of_keys_for_the_suspects(infos):

@@ -171,6 +171,7 @@ class StringEnds:
     def __init__(self, trans: np.ndarray) -> None:
         self.trans = trans
         self._loops: dict[tuple[int, bool], bool] = {}
+        self._always: dict[tuple[int, bool], bool] = {}
         self._local: np.ndarray | None = None  # string_loops' scratch, made on first use
         self._moves: dict[int, list[tuple[int, int]]] = {}  # (byte, target) per state read
         self._fresh: dict[tuple[int, bytes, bool, frozenset[bytes]], bool] = {}
@@ -221,19 +222,38 @@ class StringEnds:
         key = (state, escaped)
         found = self._loops.get(key)
         if found is None:  # every pair the search reaches is answered at once
-            if self._local is None:
-                self._local = np.full(2 * len(self.trans), -1, dtype=np.int64)
-            pairs, looping = string_loops(self.trans, state, int(escaped), self._local)
-            n = len(self.trans)
-            for pair, loops in zip(pairs.tolist(), looping.tolist()):
-                self._loops[(pair % n, pair >= n)] = loops
+            self._search_loops(state, escaped)
             found = self._loops[key]
         return found
+
+    def always_goes_on(self, state: int, escaped: bool) -> bool:
+        """Whether from (``state``, ``escaped``) inside a string every place the string can
+        reach still :meth:`goes_on`.  Then no text read on inside it leaves only written
+        strings to close as (a finite set holds none of the endless others), so a token
+        that stays inside cannot be refused for repeating one: an open object's key, where
+        any name that is not a member's is an additional one."""
+        key = (state, escaped)
+        found = self._always.get(key)
+        if found is None:
+            found = self._always[key] = self._search_loops(state, escaped)
+        return found
+
+    def _search_loops(self, state: int, escaped: bool) -> bool:
+        """Answer :meth:`goes_on` for every pair reached from (``state``, ``escaped``);
+        returns whether it holds at all of them."""
+        if self._local is None:
+            self._local = np.full(2 * len(self.trans), -1, dtype=np.int64)
+        pairs, looping = string_loops(self.trans, state, int(escaped), self._local)
+        n = len(self.trans)
+        for pair, loops in zip(pairs.tolist(), looping.tolist()):
+            self._loops[(pair % n, pair >= n)] = loops
+        return bool(looping.all())
 
 
 def written_suspects(index: "QuoteIndex", plain: dict[bytes, list[int]], words: np.ndarray,
                      written: frozenset[bytes], string: bytes | None, escaped: bool, bounded: bool,
-                     max_depth: int, empty_tails: bool = True, first: bool = True) -> list[int]:
+                     max_depth: int, empty_tails: bool = True, first: bool = True,
+                     open_rest: bool = False) -> list[int]:
     """The tokens of the packed mask ``words`` that may close a string of ``written``, or
     (``bounded``: where the strings' rests may be finite) leave one open on a written
     string's beginning, read from the text's place (inside a string when ``string`` is
@@ -246,43 +266,55 @@ def written_suspects(index: "QuoteIndex", plain: dict[bytes, list[int]], words: 
     written is left to begin), tokens that leave a string open right after its quote are
     not suspects.  Without ``first`` (the string the token reads first is not one
     ``written`` constrains: an object's value, before the keys), only tokens reading
-    more strings after it are.
+    more strings after it are.  With ``open_rest`` (the string read can go on forever
+    wherever it goes: :meth:`StringEnds.always_goes_on`), tokens that stay inside it
+    are not suspects either.
     """
     if string is None:
         before, reading = b"", index.outside
     elif escaped:  # the index reads from an unescaped start: simulate (a rare cut)
-        if bounded and written and first:  # any byte may finish a written string's beginning
+        if bounded and written and first and not open_rest:  # any byte may finish a written string's beginning
             return allowed_tokens(words, all_token_ids(len(words)))
         return allowed_tokens(words, index.any_quote)
     else:
         before, reading = string, index.inside
-    suspects = []
+    pools: list[np.ndarray] = []  # ids whose allowed tokens are all suspects: masked at once, at the end
     for value in written if first else ():
         if value.startswith(before):
-            suspects += allowed_tokens(words, reading.closing.get(value[len(before):], _NONE))
+            closing = reading.closing.get(value[len(before):])
+            if closing is not None:
+                pools.append(closing)
+    suspects = []
     for token in allowed_tokens(words, reading.several_ids):
         closed = [before + reading.several[token][0], *reading.several[token][1:]]
         if len(set(closed)) < len(closed) or not written.isdisjoint(closed):
             suspects.append(token)
-    if not bounded:
-        return suspects
-    for value in written if first else ():
-        if string is not None and value.startswith(before):
-            rest = value[len(before):]
-            for k in range(1, min(len(rest), max_depth) + 1):
-                hit = plain.get(rest[:k])
-                if hit:
-                    suspects += allowed_tokens(words, token_ids(hit))
-    for prefix in _short_prefixes(written, max_depth) if first else ():
-        opening = reading.opening.get(prefix) if prefix or empty_tails else None
-        if opening is not None:
-            suspects += allowed_tokens(words, opening)
-    for token in allowed_tokens(words, reading.reopening_ids):
-        closed, tail = reading.reopening[token]
-        texts = written.union(before + closed[0] if i == 0 else closed[i] for i in range(len(closed)))
-        if (tail or empty_tails) and any(text.startswith(tail) for text in texts):
-            suspects.append(token)
+    if bounded:
+        for value in written if first and string is not None and not open_rest else ():
+            if value.startswith(before):
+                rest = value[len(before):]
+                pools += [token_ids(hit) for hit in map(plain.get, _beginnings(rest, max_depth)) if hit]
+        for prefix in _short_prefixes(written, max_depth) if first else ():
+            opening = reading.opening.get(prefix) if prefix or empty_tails else None
+            if opening is not None:
+                pools.append(opening)
+        ordered = _in_order(written)
+        for token in allowed_tokens(words, reading.reopening_ids):
+            closed, tail = reading.reopening[token]
+            if not tail:  # every string begins with the empty one
+                if empty_tails:
+                    suspects.append(token)
+            elif _begins_some(ordered, tail) or (before + closed[0]).startswith(tail) or any(
+                    text.startswith(tail) for text in closed[1:]):
+                suspects.append(token)
+    if pools:
+        suspects += allowed_tokens(words, pools[0] if len(pools) == 1 else np.concatenate(pools))
     return suspects
+
+
+def _beginnings(text: bytes, longest: int):
+    """The non-empty beginnings of ``text`` of at most ``longest`` bytes."""
+    return (text[:k] for k in range(1, min(len(text), longest) + 1))
 
 
 class _Reading(NamedTuple):

@@ -455,6 +455,18 @@ class MemberSetAutomaton(ByteReader):
                 others.append(config)
         return tuple(narrowed), frozenset(names), tuple(others)
 
+    def keys_go_on(self, configs: tuple, escaped: bool) -> bool:
+        """Whether every configuration of ``configs`` in an any-order object's key is where
+        that key can go on forever wherever it goes (:meth:`StringEnds.always_goes_on`:
+        an object open to additional names).  Bytes that stay inside such a key are then
+        never refused where only :meth:`blocked` names are refused (:meth:`_key_open`)."""
+        roles, stride, ends = self._roles, self.pda.stride, self.ends
+        for config in self.pda.closure(configs):
+            state = config[-1] % stride
+            if roles[state] in (KEY, KEY_ESCAPED) and not ends.always_goes_on(state, escaped):
+                return False
+        return True
+
     def blocked_by(self, rules, written: frozenset[bytes]) -> frozenset[bytes]:
         """The keys some of ``rules`` blocks after ``written`` (see :meth:`blocked`)."""
         return frozenset().union(written, *(self.blocked(rule, written) for rule in rules))
@@ -542,6 +554,18 @@ class _MemberIndex(NamedTuple):
 
     ids: tuple[np.ndarray, np.ndarray]
     kinds: tuple[dict[int, int], dict[int, int]]
+    #: The ids of some kind of ``wanted``, by ``(inside, wanted)`` (filled as asked: a mask
+    #: filters a thousand tokens by kind in numpy, not one by one in Python).
+    of_kinds: dict[tuple[int, int], np.ndarray]
+
+    def wanted(self, inside: int, wanted: int) -> np.ndarray:
+        """The ids of the tokens with some kind of ``wanted``, read from ``inside``."""
+        found = self.of_kinds.get((inside, wanted))
+        if found is None:
+            kinds = self.kinds[inside]
+            found = self.of_kinds[(inside, wanted)] = token_ids(
+                [token for token in self.ids[inside].tolist() if kinds[token] & wanted])
+        return found
 
 
 _MEMBER_INDEXES: dict[str, _MemberIndex] = {}
@@ -558,7 +582,7 @@ def _member_index(info) -> _MemberIndex:
                     bits = _structure(data, bool(inside))
                     if bits:
                         kinds[inside][token] = bits
-        found = _MemberIndex((token_ids(sorted(kinds[0])), token_ids(sorted(kinds[1]))), kinds)
+        found = _MemberIndex((token_ids(sorted(kinds[0])), token_ids(sorted(kinds[1]))), kinds, {})
         _MEMBER_INDEXES[info.hash] = found
     return found
 
@@ -730,9 +754,10 @@ class MemberSetTokenPDA(ReaderTokenPDA):
                     suspects = allowed_tokens(words, all_token_ids(len(words)) if text.key else quotes.any_quote)
                 elif blocked:
                     first = text.key or text.string is None  # inside a value, the first quote closes it
+                    open_rest = text.key and members.keys_go_on(configs, text.escaped)
                     suspects = written_suspects(quotes, self._plain, words, blocked, text.string, text.escaped, True,
                                                 self.trie.max_depth, members.exhausted(rules, top, quotes.most_closed),
-                                                first)
+                                                first, open_rest)
                 else:
                     suspects = allowed_tokens(words, (quotes.inside if inside else quotes.outside).several_ids)
                 if members.exhausted(rules, top, 0):
@@ -744,8 +769,7 @@ class MemberSetTokenPDA(ReaderTokenPDA):
                 wanted |= _POPS
             if not all(members.rules[rule].closes(keys) for rule in rules for keys in objects):
                 wanted |= _CLOSING_MORE
-        kinds = self._index.kinds[inside]
-        suspects += [token for token in allowed_tokens(words, self._index.ids[inside]) if kinds[token] & wanted]
+        suspects += allowed_tokens(words, self._index.wanted(inside, wanted))
         if members.unique is not None:
             suspects += item_suspects(members.unique, self._quotes, self._plain, words, text.items, self.trie.max_depth)
         return suspects
