@@ -1414,6 +1414,9 @@ class SchemaEmitter:
         combinators still pending in ``spec``, so a branch being expanded never
         judges its own enum by the other branches.
         """
+        checks = _pending_checks(spec, typed=not isinstance(value, (int, float)) or isinstance(value, bool))
+        if not checks:  # most enums: a list of strings under "type": "string" (no validator is made)
+            return True
         import jsonschema
         from referencing.exceptions import Unresolvable  # what jsonschema raises for a $ref it cannot follow
 
@@ -1421,9 +1424,6 @@ class SchemaEmitter:
             cls_ = _ecma_validator_class(
                 jsonschema.validators.validator_for(self.doc.root, default=jsonschema.Draft202012Validator))
             self._validator = cls_(self.doc.root, format_checker=cls_.FORMAT_CHECKER)
-        checks = _pending_checks(spec)
-        if not checks:
-            return True
         try:
             return self._validator.evolve(schema={"allOf": checks}).is_valid(value)
         except RegexError as err:
@@ -1739,11 +1739,16 @@ def _embedded_states(tree: RegexNode) -> int:
     return sum(item.dfa.num_states for item in items if isinstance(item, Automaton))
 
 
-def _pending_checks(spec: Spec) -> list[Any]:
-    """Schemas an enum candidate must still pass: sources' own assertions and pending combinators."""
+def _pending_checks(spec: Spec, typed: bool = False) -> list[Any]:
+    """Schemas an enum candidate must still pass: sources' own assertions and pending combinators.
+
+    ``typed``: the candidate's type was checked against ``spec.types``, which every
+    source's ``type`` narrowed, so ``type`` is left out (a number keeps it: draft 4
+    counts ``1.0`` as no integer, which only the validator knows)."""
     checks: list[Any] = []
+    stripped = _STRIPPED | {"type"} if typed else _STRIPPED
     for loc in spec.sources:
-        own = {k: v for k, v in loc.node.items() if k not in _STRIPPED} if isinstance(loc.node, dict) else loc.node
+        own = {k: v for k, v in loc.node.items() if k not in stripped} if isinstance(loc.node, dict) else loc.node
         if own and any(k not in ANNOTATION_KEYWORDS for k in own):
             checks.append(own)
     checks += [{"anyOf": group.node} for group in spec.any_of]
