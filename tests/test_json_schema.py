@@ -343,6 +343,21 @@ def test_one_of_branches_whose_enums_share_a_zero_are_not_disjoint():
 
 
 # -- enum, const, combinators ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("schema, kept, dropped", [
+    ({"type": "string", "maxLength": 1, "enum": ["a", "bb", 1]}, [b'"a"'], [b'"bb"', b"1"]),
+    ({"type": ["string", "null"], "enum": ["a", "b", None, 3], "pattern": "^a"}, [b'"a"', b"null"], [b'"b"', b"3"]),
+    ({"type": "integer", "enum": [1.0, 2, "x"]}, [b"1.0", b"1", b"2"], [b'"x"']),
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "enum": [1.0, 2, "x"]}, [b"2"],
+     [b"1.0", b"1", b'"x"']),
+])
+def test_enum_values_meet_the_rest_of_their_schema(schema, kept, dropped):
+    """An enum keeps the values its schema's other keywords admit: its type (a string under
+    ``type: string`` needs no validator), its string constraints, and draft 4's integers,
+    which ``1.0`` is not (the validator decides that for numbers)."""
+    dfa = dfa_for(schema)
+    assert all(dfa.matches(text) for text in kept) and not any(dfa.matches(text) for text in dropped)
+
+
 
 COMBINATOR_SCHEMAS = {
     "enum": {"enum": ["a", 1, None, [1, "b"], {"k": True}, "é\"\n"]},
