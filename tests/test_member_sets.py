@@ -466,10 +466,10 @@ def test_masks_with_max_properties_and_open_names_refuse_what_the_reader_refuses
     _check_mask_against_reader(infos("llama-3"), schema, start)
 
 
-def _check_mask_against_reader(info, schema, start):
-    """The mask at ``start`` (compact, any order) is every token the plain pushdown allows
-    that the reader does not refuse when it reads the token whole."""
-    engine = Compiler(info, cache_dir=False).compile_json_schema(schema, whitespace="compact",
+def _check_mask_against_reader(info, schema, start, whitespace="compact"):
+    """The mask at ``start`` (any order) is every token the plain pushdown allows that the
+    reader does not refuse when it reads the token whole."""
+    engine = Compiler(info, cache_dir=False).compile_json_schema(schema, whitespace=whitespace,
                                                                  property_order="any").engine
     state = engine.reader.walk(engine.reader.start, start)
     assert state is not None, start
@@ -490,6 +490,10 @@ KEYS_ENDING = {
     "pattern": {"properties": _NAMED, "patternProperties": {"^x": {}}, "additionalProperties": False},
     "bounded names": {"properties": _NAMED, "propertyNames": {"maxLength": 9}},
     "escaped": {"properties": {"a\\b": {}, "a\\c": {}}, "additionalProperties": False},
+    # The fuzzer's seed 19: '":"",\n' closes the last key an object may hold, then writes a comma.
+    "last key": {"properties": {"kids": {"type": "array"}, "v": {}}, "required": ["v"], "additionalProperties": False},
+    # A key that breaks a dependency which held, and a brace (no such token in Llama-3).
+    "dependency": {"properties": {"v": {}, "w": {}}, "dependentRequired": {"v": ["w"]}},
 }
 
 
@@ -497,13 +501,18 @@ KEYS_ENDING = {
     *((name, start) for name in ("open", "pattern", "bounded names")
       for start in (b'{"Timestamp":1,"', b'{"Timestamp":1,"T', b'{"Timestamp":1,"Time', b'{"Tim":1,"Time":2,"Ti',
                     b'{"x":1,"Timestamp":1,"xTim')),
-    ("escaped", b'{"a\\\\b":1,"a\\\\'), ("escaped", b'{"a\\\\b":1,"a'), ("open", b'{"Time":1,"\\')])
-def test_masks_inside_keys_refuse_what_the_reader_refuses(infos, name, start):
+    ("escaped", b'{"a\\\\b":1,"a\\\\'), ("escaped", b'{"a\\\\b":1,"a'), ("open", b'{"Time":1,"\\'),
+    ("last key", b'{"kids":[],"v'), ("last key", b'{"kids":[],'), ("last key", b'{"v'), ("dependency", b'{"v'),
+    ("dependency", b'{"w":1,"v')])
+@pytest.mark.parametrize("whitespace", ["compact", "flexible"])
+def test_masks_inside_keys_refuse_what_the_reader_refuses(infos, name, start, whitespace):
     """Inside a key of an object open to other names no token that stays inside can be
     refused, and such tokens are not simulated; where the key may end within a few
     bytes (a listed name beside a pattern, a bounded name), a token that spells a written
-    name's rest is, and must be refused exactly when reading it is."""
-    _check_mask_against_reader(infos("llama-3"), KEYS_ENDING[name], start)
+    name's rest is, and must be refused exactly when reading it is.  A token that closes
+    the key, writes a value and a comma (flexible whitespace: '":"",\\n') fails where that
+    key was the last one left."""
+    _check_mask_against_reader(infos("llama-3"), KEYS_ENDING[name], start, whitespace)
 
 
 def test_a_few_names_left_count_as_out_of_keys_for_the_suspects(infos):

@@ -760,9 +760,16 @@ class MemberSetTokenPDA(ReaderTokenPDA):
                                                 first, open_rest)
                 else:
                     suspects = allowed_tokens(words, (quotes.inside if inside else quotes.outside).several_ids)
-                if members.exhausted(rules, top, 0):
+                # Where a key may begin or is being read, a token may write that key before
+                # its comma or brace (the fuzzer's seed 19: '":"",\n' in the last key): one
+                # key more, which may also break a member group that held.
+                one_more = text.key or text.expecting_key
+                if members.exhausted(rules, top, int(one_more)):
                     wanted |= _COMMAS
-                if not all(members.rules[rule].closes(top) for rule in self._rules_of(configs, top=True)):
+                top_rules = self._rules_of(configs, top=True)
+                if one_more and any(members.rules[rule].groups for rule in top_rules):
+                    wanted |= _CLOSING | _CLOSING_MORE
+                if not all(members.rules[rule].closes(top) for rule in top_rules):
                     wanted |= _CLOSING
             around = objects[:-1] if top is not None else objects  # the objects a closing bracket returns to
             if any(members.exhausted(rules, keys, 0) for keys in around):
