@@ -258,7 +258,7 @@ def test_suspects_read_along_shared_beginnings_are_those_read_whole(infos, start
     assert state is not None
     words = engine.mask_words(state)
     allowed = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
-    plain = np.flatnonzero(np.unpackbits(super(MemberSetTokenPDA, engine).mask_words(state[0]).view(np.uint8),
+    plain = np.flatnonzero(np.unpackbits(engine.configurations_mask(state[0]).view(np.uint8),
                                          bitorder="little"))
     refused = {token for token in plain.tolist() if engine.reader.walk(state, info.token_bytes[token]) is None}
     assert refused and set(allowed.tolist()) <= set(plain.tolist()) - refused
@@ -475,7 +475,7 @@ def _check_mask_against_reader(info, schema, start, whitespace="compact"):
     assert state is not None, start
     words = engine.mask_words(state)
     allowed = set(np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little")).tolist())
-    plain = np.flatnonzero(np.unpackbits(super(MemberSetTokenPDA, engine).mask_words(state[0]).view(np.uint8),
+    plain = np.flatnonzero(np.unpackbits(engine.configurations_mask(state[0]).view(np.uint8),
                                          bitorder="little")).tolist()
     read = {token for token in plain if engine.reader.walk(state, info.token_bytes[token]) is not None}
     assert allowed == read, (sorted(allowed - read)[:5], sorted(read - allowed)[:5])
@@ -665,3 +665,24 @@ def test_masks_of_objects_split_by_class_are_exact(infos, start):
     assert isinstance(compiled.engine, MemberSetTokenPDA) and len(compiled.engine.members.rules) > 1
     problem = check_masks_along_random_walk(Matcher(compiled), oracle, info, steps=4, seed=len(start), start=start)
     assert problem is None, problem
+
+
+def test_whole_masks_are_remembered_for_the_latest_states(infos, monkeypatch):
+    """A mask read back is the one cut from its row (the same array, not cut again), at most
+    ``MAX_REMEMBERED_MASKS`` of them are kept, and a state cut again after they are
+    dropped gets an equal mask."""
+    from constrain.automata import pushdown
+
+    monkeypatch.setattr(pushdown, "MAX_REMEMBERED_MASKS", 2)
+    info = infos("llama-3")
+    engine = Compiler(info, cache_dir=False).compile_json_schema(
+        {"properties": {"a": {}, "b": {}}, "additionalProperties": False}, property_order="any").engine
+    states = [engine.reader.walk(engine.reader.start, text) for text in (b'{"a":1,', b'{"a":1,"', b'{"b":1,"')]
+    first = engine.mask_words(states[0])
+    assert engine.mask_words(states[0]) is first
+    assert not np.array_equal(first, engine.configurations_mask(states[0][0]))  # '"a"' is cut after '{"a":1,'
+    assert engine.memory_bytes() > 0
+    for state in states[1:]:
+        engine.mask_words(state)
+    assert len(engine._masks) <= 2 and states[0] not in engine._masks
+    assert np.array_equal(engine.mask_words(states[0]), first)

@@ -668,8 +668,11 @@ class MemberSetTokenPDA(ReaderTokenPDA):
         # in the state (:func:`_lexed`), so a long value's tokens share one entry.
         self._killed: dict[tuple, tuple] = {}
 
-    def mask_words(self, state: tuple) -> np.ndarray:
-        words = super().mask_words(state[0])
+    def _cut_mask(self, state: tuple) -> np.ndarray:
+        """The row of ``state``'s configurations less the tokens that fail there (remembered
+        by state as :func:`cleared_bits`, or as :class:`_Kept` inside a key that may only be
+        one of a few names: more states than whole masks)."""
+        words = self.configurations_mask(state[0])
         killed = self._killed.get(state)
         if killed is None:
             killed = self._kept_in_key(state)
@@ -707,7 +710,7 @@ class MemberSetTokenPDA(ReaderTokenPDA):
         narrowed, names, others = self.members.split_by_names(configs, text.keys)
         if not narrowed:
             return None
-        where, bits = self._kept_among_names((narrowed, text), super().mask_words(narrowed), names)
+        where, bits = self._kept_among_names((narrowed, text), self.configurations_mask(narrowed), names)
         return _Kept(where, bits, others)
 
     def _kept_among_names(self, state: tuple, words: np.ndarray, names: frozenset[bytes]) -> tuple:

@@ -630,10 +630,44 @@ class TokenPDA(EngineBase):
         return int(pda.trans.nbytes + pda.call_ret.nbytes + pda.calls.nbytes + pda.accepting.nbytes + rows)
 
 
+#: The matcher states whose whole masks a :class:`ReaderTokenPDA` remembers (16 KB each
+#: for a 128k vocabulary, besides the rows they are cut from): documents revisit the
+#: states of the ones before, and a mask read back whole takes a third of the time of
+#: one cut from its row again.
+MAX_REMEMBERED_MASKS = 1_024
+
+
 class ReaderTokenPDA(TokenPDA):
     """A :class:`TokenPDA` whose matcher states are ``(configurations, record)``: its
     ``reader`` keeps a record of the text beside the configurations and refuses more
-    than the automaton does (:mod:`.unique_items`, :mod:`.member_sets`)."""
+    than the automaton does (:mod:`.unique_items`, :mod:`.member_sets`).  Subclasses
+    cut a state's mask from its configurations' row (:meth:`_cut_mask`); the latest
+    masks are remembered whole."""
+
+    def __init__(self, automaton: PushdownDFA, info, disk: DiskCache | None = None) -> None:
+        super().__init__(automaton, info, disk)
+        self._masks: dict[tuple, np.ndarray] = {}
+
+    def mask_words(self, state: tuple) -> np.ndarray:
+        found = self._masks.get(state)
+        if found is None:
+            found = self._cut_mask(state)
+            if len(self._masks) >= MAX_REMEMBERED_MASKS:
+                self._masks.clear()
+            self._masks[state] = found
+        return found
+
+    def _cut_mask(self, state: tuple) -> np.ndarray:
+        """The mask of ``state``: its configurations' row less what the reader refuses."""
+        raise NotImplementedError
+
+    def configurations_mask(self, configs: tuple) -> np.ndarray:
+        """The plain pushdown automaton's mask of ``configs`` (what the reader cuts from)."""
+        return TokenPDA.mask_words(self, configs)
+
+    def memory_bytes(self) -> int:
+        rows = {id(row) for row in self._rows.values()}
+        return super().memory_bytes() + sum(m.nbytes for m in self._masks.values() if id(m) not in rows)
 
     def forced_bytes(self, state: tuple) -> bytes:
         data = super().forced_bytes(state[0])

@@ -175,8 +175,8 @@ class UniqueItemsTokenPDA(ReaderTokenPDA):
         self._quotes = quote_index(info)
         self._plain = plain_tokens(info) if self.unique.bounded else {}
 
-    def mask_words(self, state: tuple) -> np.ndarray:
-        words = super().mask_words(state[0])
+    def _cut_mask(self, state: tuple) -> np.ndarray:
+        words = self.configurations_mask(state[0])
         suspects = self._suspects(state[1], words)
         return without_bits(words, self.killed(state, suspects)) if suspects else words
 
