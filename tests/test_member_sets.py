@@ -245,14 +245,26 @@ def test_masks_with_unique_arrays_in_member_loops_are_exact(infos, unique_oracle
     assert problem is None, problem
 
 
-@pytest.mark.parametrize("start", [b'{"c":true,', b'{"c":false,"b":"x",', b'{"d":{"q":null,"p":"u"},',
-                                   b'{"b":"x","a":"22",'])
-def test_suspects_read_along_shared_beginnings_are_those_read_whole(infos, start):
+@pytest.mark.parametrize("schema, start, whitespace", [
+    *((FINITE, start, "compact") for start in (b'{"c":true,', b'{"c":false,"b":"x",', b'{"d":{"q":null,"p":"u"},',
+                                                b'{"b":"x","a":"22",')),
+    # Inside a value's string, where the tokens that close it and write a comma fail: the
+    # object out of keys, a string counted, a free one, and an object in an array.
+    ({"properties": {"k": {"type": "integer"}, "v": {"type": "string"}}, "additionalProperties": False},
+     b'{"k":1,"v":"', "flexible"),
+    ({"properties": {"k": {"type": "integer"}, "v": {"type": "string", "maxLength": 40}},
+      "additionalProperties": False}, b'{"k":1,"v":"ab', "flexible"),
+    ({"properties": {"k": {"type": "integer"}, "v": {"type": "string"}}, "required": ["k"]}, b'{"v":"a', "compact"),
+    ({"properties": {"n": {"type": "integer"}, "tags": {"type": "array", "items": {
+        "properties": {"k": {}, "v": {"type": "string"}}, "additionalProperties": False}}}},
+     b'{"tags":[{"k":1,"v":"x', "flexible"),
+])
+def test_suspects_read_along_shared_beginnings_are_those_read_whole(infos, schema, start, whitespace):
     """``killed`` reads the suspects in byte order, each from where the one before parted:
     the tokens it refuses are exactly those that reading each token whole refuses, over
     every token the plain pushdown allows there (far more than the suspects)."""
     info = infos("llama-3")
-    engine = Compiler(info, cache_dir=False).compile_json_schema(FINITE, whitespace="compact",
+    engine = Compiler(info, cache_dir=False).compile_json_schema(schema, whitespace=whitespace,
                                                                  property_order="any").engine
     state = engine.reader.walk(engine.reader.start, start)
     assert state is not None
