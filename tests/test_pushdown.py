@@ -955,3 +955,18 @@ def test_sharing_picks_the_definitions_that_save_most():
     assert sharing.shared_definitions(graph, 0) == set()
     # The recursive one is a callee from its first reference instead.
     assert {names[k] for k in sharing.recursive_definitions(graph)} == {"loop"}
+
+
+def test_closures_are_remembered_and_bounded(monkeypatch):
+    """A closure read again is the one computed (a reader steps a state by many bytes), and
+    the memo starts afresh past MAX_CLOSURES without changing what closures are."""
+    from constrain.automata import pushdown
+
+    automaton = schema_to_dfa({"type": "array", "items": {}}).automaton
+    state = automaton.walk(automaton.start, b"[[1")
+    closed = automaton.closure(state)
+    assert automaton.closure(state) is closed and len(closed) > len(state)
+    assert sorted(closed) == sorted(set(automaton._closure(state)))
+    monkeypatch.setattr(pushdown, "MAX_CLOSURES", 1)
+    assert automaton.walk(automaton.start, b'[[{"a":[') is not None  # a closure per step
+    assert len(automaton._closures) <= 1 and automaton.closure(state) == closed

@@ -299,6 +299,10 @@ def _stacked(blocks: Sequence[ByteDFA], offsets: Sequence[int]) -> np.ndarray:
     return table
 
 
+#: Closures a :class:`PushdownDFA` remembers (by configurations) before it starts afresh.
+MAX_CLOSURES = 100_000
+
+
 class ByteReader:
     """Reading whole texts for what steps byte by byte: ``start``, ``step`` (a falsy
     state once the text left the language) and ``is_accepting``."""
@@ -393,6 +397,7 @@ class PushdownDFA(ByteReader):
                                      self.callee_starts[columns].tolist()):
             self._calls_of[state] += ((ret, start),)
         self._accept_list = self.accepting.tolist()
+        self._closures: dict[tuple, tuple] = {}
         self._loops: list[tuple[int, int]] = []  # (entry, exit_at) per counted callee
         #: Per state: the index in ``counted`` of its counted loop, or -1 (None: no loops).
         self.loop_of: list[int] | None = None
@@ -425,8 +430,20 @@ class PushdownDFA(ByteReader):
     def start(self) -> tuple:
         return ((int(self.dfa.start),),)
 
-    def closure(self, configs) -> list[tuple]:
-        """``configs`` plus everything reachable by calls and returns (no byte read)."""
+    def closure(self, configs: tuple) -> tuple:
+        """``configs`` plus everything reachable by calls and returns (no byte read).
+
+        Memoised: a reader steps one state by many bytes (a mask's suspects begin with
+        a quote, a comma, a brace...), each step from the same closure."""
+        found = self._closures.get(configs)
+        if found is None:
+            if len(self._closures) >= MAX_CLOSURES:
+                self._closures.clear()
+            found = self._closures[configs] = tuple(self._closure(configs))
+        return found
+
+    def _closure(self, configs: tuple) -> list[tuple]:
+        """:meth:`closure`, computed."""
         calls, acc, stride = self._calls_of, self._accept_list, self.stride
         out: list[tuple] = []
         seen: set[tuple] = set()
