@@ -351,7 +351,6 @@ class QuoteIndex(NamedTuple):
     new_array: np.ndarray
 
 
-_NONE = np.zeros(0, dtype=np.int64)
 _QUOTE_INDEXES: dict[str, QuoteIndex] = {}
 
 
