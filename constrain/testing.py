@@ -634,6 +634,7 @@ class _InstanceWriter:
     (the ``properties`` orders of the ``$ref`` target, the ``allOf`` branches and the
     schema itself, in the order the schema writes them (``absorption_order``), merged
     by ``merge_orders``, then other ``required`` names in order of first mention, then the
+    names ``dependentRequired`` involves (each key before the names it requires), then the
     rest as given).
     Raises :class:`Unserialisable` where the documented language has no text for the value."""
 
@@ -734,15 +735,19 @@ class _InstanceWriter:
     def write_object(self, value: dict, views: list[dict], chain):
         import re
 
-        from .grammar.json_schema.spec import merge_orders
+        from .grammar.json_schema.spec import dependency_names, merge_orders
 
         order: list[str] = []
         required: dict[str, None] = {}  # in order of first mention
+        dependent: dict[str, None] = {}  # dependentRequired's keys, each before the names it requires
         for view in views:  # each further listed order merged in, as allOf/$ref siblings are
             listed = list(view.get("properties") or {})
             order = merge_orders([order, listed])
             required.update(dict.fromkeys(n for n in view.get("required") or () if isinstance(n, str)))
+            for key, names in (view.get("dependentRequired") or {}).items():
+                dependent.update(dict.fromkeys(dependency_names(key, names)))
         order += [name for name in required if name not in set(order)]
+        order += [name for name in dependent if name not in set(order)]
         out = {}
         for key in [k for k in order if k in value] + [k for k in value if k not in order]:
             children = []

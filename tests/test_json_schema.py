@@ -516,6 +516,20 @@ def test_all_of_members_are_merged_in_document_order():
     assert json_schema_instance_text(value, own_first) == json.dumps(value)
 
 
+@pytest.mark.parametrize("schema, value", [
+    # The fuzzer's seed 22: names only a dependency involves are members, before extras.
+    ({"type": "object", "dependentRequired": {"": ["1"]}}, {"c": 1.0, "1": [10], "id": False}),
+    ({"type": "object", "properties": {"b": {}}, "required": ["r"], "dependentRequired": {"x": ["1", "b"]}},
+     {"r": 1, "1": 2, "x": 3, "b": 4, "q": 5}),
+])
+def test_the_instance_writer_puts_dependency_names_where_the_language_does(schema, value):
+    """Schema order writes the names ``dependentRequired`` involves after the listed and
+    required ones (each key before what it requires) and before additional members."""
+    text = json_schema_instance_text(value, schema)
+    assert is_valid(schema, value) and json.loads(text) == value
+    assert dfa_for(schema).matches(text.encode()) and not dfa_for(schema).matches(json.dumps(value).encode())
+
+
 def test_a_ref_beside_properties_is_read_in_document_order():
     base = {"$defs": {"b": {"properties": {"bar": {"type": "string"}}}}, "type": "object"}
     ref_first = {**base, "$ref": "#/$defs/b", "properties": {"foo": {"type": "string"}}}
