@@ -441,13 +441,11 @@ class MemberSetAutomaton(ByteReader):
         """``configs`` parted into those inside a key of an object holding ``written`` that
         may write only a few names next (:meth:`only`), every one of their closed
         configurations, and the others; and the names the first may write."""
-        rule_of, roles, stride = self._rule_of, self._roles, self.pda.stride
+        rule_of = self._rule_of
         narrowed, others, names = [], [], set()
         for config in configs:
-            found = []
-            for closed in self.pda.closure((config,)):
-                state = closed[-1] % stride
-                found.append(self.only(rule_of[state], written) if roles[state] in (KEY, KEY_ESCAPED) else None)
+            found = [None if state is None else self.only(rule_of[state], written)
+                     for state in self._key_states((config,))]
             if found and all(only is not None for only in found):
                 narrowed.append(config)
                 names.update(*found)
@@ -460,12 +458,16 @@ class MemberSetAutomaton(ByteReader):
         that key can go on forever wherever it goes (:meth:`StringEnds.always_goes_on`:
         an object open to additional names).  Bytes that stay inside such a key are then
         never refused where only :meth:`blocked` names are refused (:meth:`_key_open`)."""
-        roles, stride, ends = self._roles, self.pda.stride, self.ends
+        ends = self.ends
+        return all(state is None or ends.always_goes_on(state, escaped) for state in self._key_states(configs))
+
+    def _key_states(self, configs: tuple):
+        """Per closed configuration of ``configs``: its table state where it is in an
+        any-order object's key, else None."""
+        roles, stride = self._roles, self.pda.stride
         for config in self.pda.closure(configs):
             state = config[-1] % stride
-            if roles[state] in (KEY, KEY_ESCAPED) and not ends.always_goes_on(state, escaped):
-                return False
-        return True
+            yield state if roles[state] in (KEY, KEY_ESCAPED) else None
 
     def blocked_by(self, rules, written: frozenset[bytes]) -> frozenset[bytes]:
         """The keys some of ``rules`` blocks after ``written`` (see :meth:`blocked`)."""
@@ -750,10 +752,14 @@ class MemberSetTokenPDA(ReaderTokenPDA):
             if top is not None:
                 blocked = members.blocked_by(rules, top)
                 quotes = self._quotes
+                # Where a key may begin or is being read, a token may write that key before
+                # its comma or brace (the fuzzer's seed 19: '":"",\n' in the last key): one
+                # key more, which may also break a member group that held.
+                one_more = text.key or text.expecting_key
                 restricted = members.restricted(configs, top)
                 if restricted:  # a few names only: a comma may lead to a key begun wrong (',"x')
                     wanted |= _COMMAS
-                if restricted and (text.key or text.expecting_key):  # every token a key may begin or go on in
+                if restricted and one_more:  # every token a key may begin or go on in
                     suspects = allowed_tokens(words, all_token_ids(len(words)) if text.key else quotes.any_quote)
                 elif blocked:
                     first = text.key or text.string is None  # inside a value, the first quote closes it
@@ -763,10 +769,6 @@ class MemberSetTokenPDA(ReaderTokenPDA):
                                                 first, open_rest)
                 else:
                     suspects = allowed_tokens(words, (quotes.inside if inside else quotes.outside).several_ids)
-                # Where a key may begin or is being read, a token may write that key before
-                # its comma or brace (the fuzzer's seed 19: '":"",\n' in the last key): one
-                # key more, which may also break a member group that held.
-                one_more = text.key or text.expecting_key
                 if members.exhausted(rules, top, int(one_more)):
                     wanted |= _COMMAS
                 top_rules = self._rules_of(configs, top=True)
