@@ -746,8 +746,8 @@ class _InstanceWriter:
             required.update(dict.fromkeys(n for n in view.get("required") or () if isinstance(n, str)))
             for key, names in (view.get("dependentRequired") or {}).items():
                 dependent.update(dict.fromkeys(dependency_names(key, names)))
-        order += [name for name in required if name not in set(order)]
-        order += [name for name in dependent if name not in set(order)]
+        named = set(order)
+        order += [name for name in dict.fromkeys([*required, *dependent]) if name not in named]
         out = {}
         for key in [k for k in order if k in value] + [k for k in value if k not in order]:
             children = []
