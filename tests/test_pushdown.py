@@ -25,7 +25,7 @@ from constrain.grammar.json_schema import sharing
 from constrain.grammar.json_schema.document import SchemaDocument
 from constrain.errors import SchemaError
 from constrain.grammar.json_schema.strings import COUNT_MARGIN, LONGEST_TOKEN, CountedString
-from constrain.testing import check_masks_along_random_walk
+from constrain.testing import bitmask_to_ids, check_masks_along_random_walk
 
 FREE = {}
 # More recursive definitions than one-byte call symbols (ten).
@@ -219,6 +219,34 @@ def test_masks_equal_brute_force(infos, tokenizer, schema, start, seed):
     oracle = PushdownOracle(compiled.engine.automaton, info)
     problem = check_masks_along_random_walk(Matcher(compiled), oracle, info, steps=4, seed=seed, start=start)
     assert problem is None, problem
+
+
+# Free strings read inside calls: a free-form value's string, its key, its array's item,
+# and a recursive definition's value, frames deep (constrain.automata.free_strings).
+LABELLED_TREE = {"$defs": {"node": {"type": "object", "required": ["label"], "additionalProperties": False, "properties": {
+    "label": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}, "$ref": "#/$defs/node"}
+FREE_STRING_STARTS = [
+    (OBJECT_WITH_EXTRAS, b'{"id": 1, "meta": {"x": "'),
+    (OBJECT_WITH_EXTRAS, b'{"id": 1, "meta": {"'),
+    (OBJECT_WITH_EXTRAS, b'{"id": 1, "meta": [1, "'),
+    (LABELLED_TREE, b'{"label": "a", "kids": [{"label": "b", "kids": [{"label": "c"}, {"label": "'),
+]
+
+
+@pytest.mark.parametrize("tokenizer", ["llama-3", "llama-2"])
+def test_masks_inside_free_strings_equal_brute_force(infos, tokenizer):
+    """Right after a free string's opening quote, several calls deep, the row comes from
+    the vocabulary's reading of a free string, and equals every token walked on its own."""
+    info = infos(tokenizer)
+    for schema, start in FREE_STRING_STARTS:
+        compiled = Compiler(info, cache_dir=False).compile_json_schema(schema)
+        engine = compiled.engine
+        matcher = Matcher(compiled)
+        assert matcher.accept_bytes(start), start
+        ids = set(bitmask_to_ids(matcher.next_token_mask_words().view(np.int32)).tolist())
+        (config,) = matcher._states[-1]
+        assert engine._exits[config[-1]] >= 0, start  # the free strings' reading was taken
+        assert ids == PushdownOracle(engine.automaton, info).allowed_ids(start, info.special_token_ids), start
 
 
 def test_rows_keyed_by_reach_equal_rows_of_whole_stacks(infos):

@@ -22,10 +22,13 @@ from conftest import shared_data_dir
 from numba import njit
 
 from constrain import Compiler
-from constrain.automata.byte_dfa import regex_to_dfa
-from constrain.automata._kernels import (HAS_HIGH, ORDINARY_UTF8, UTF8, UTF8_CLEAN, _chars_step, ordinary_run,
+from constrain.automata.byte_dfa import ByteDFA, regex_to_dfa
+from constrain.automata.dfa_ops import difference
+from constrain.automata.free_strings import content_automaton
+from constrain.automata._kernels import (HAS_HIGH, ORDINARY_UTF8, STRING_EXIT, UTF8, UTF8_CLEAN, _chars_step, ordinary_run,
                                          subtree_summaries)
 from constrain.automata.token_trie import ORDINARY_MAX_CHARS, OrdinaryTokens, TokenTrie, new_loop_memo
+from constrain.grammar.json_schema.strings import any_string_dfa
 
 TOKENIZERS = ["llama-3", "llama-2"]
 
@@ -163,6 +166,57 @@ def test_rows_equal_brute_force(infos, tokenizer):
             allowed = bool((row[token >> 5] >> np.uint32(token & 31)) & 1)
             assert allowed == (end >= 0), (state, info.token_bytes[token])
             assert nxt[token] == (end if end >= 0 else -1), (state, info.token_bytes[token])
+
+
+# Free strings beside strings that are not free (a count, an enum, a pattern): only the
+# first may take the vocabulary's reading of a free string (constrain.automata.free_strings).
+FREE_AND_OTHER_STRINGS = {"type": "object", "required": ["name"], "properties": {
+    "name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+    "note": {"type": "string", "maxLength": 5}, "kind": {"enum": ["a\"b", "c"]},
+    "code": {"type": "string", "pattern": "^x+$"}, "more": {"type": "array", "items": {"type": "string"}}}}
+
+
+def _free_string_states(engine) -> list[int]:
+    """The DFA states where a row comes from the vocabulary's reading of a free string."""
+    engine._compute_row(engine.initial_state)  # makes the walk's memos
+    dfa = engine.dfa
+    return [state for state in range(dfa.num_states)
+            if engine.free_strings.exit_of(dfa.trans, state, engine._exits, np.empty(0, np.int32), dfa.accepting) >= 0]
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+@pytest.mark.parametrize("whitespace", ["flexible", "compact"])
+def test_free_string_rows_equal_reference(infos, tokenizer, whitespace):
+    """Inside a free string a row is the tokens that stay inside it plus a walk of the
+    tokens that close it, from the quote on: token by token agrees at every such state
+    (the name, each of the three tag items, the unbounded array's items), and no
+    state of the bounded, enumerated or patterned strings takes that way."""
+    info = infos(tokenizer)
+    engine = Compiler(info, cache_dir=False).compile_json_schema(FREE_AND_OTHER_STRINGS, whitespace=whitespace,
+                                                                 max_any_depth=3).engine
+    free = _free_string_states(engine)
+    assert len(free) >= 5, free
+    for prefix in (b'{"name":"a","note":"', b'{"name":"a","kind":"', b'{"name":"a","code":"x'):  # both spacings
+        state = engine.dfa.walk(engine.initial_state, prefix)
+        assert state >= 0 and state not in free, prefix
+    for state in free + _sample_states(engine, 40):
+        words, _ = reference_rows(engine, state)
+        assert np.array_equal(engine._compute_row(state), words), f"mask row of state {state}"
+
+
+def test_free_string_content_is_what_schemas_write():
+    """The content automaton, between quotes, is the language of a schema's free string
+    (any_string_dfa): the reading is taken only where a table reads the same, so this
+    keeps it from being silently never taken."""
+    table, start = content_automaton()
+    n = table.shape[0]
+    trans = np.full((n + 2, 256), -1, dtype=np.int32)
+    trans[0, ord('"')] = start + 1
+    trans[1:n + 1] = np.where(table >= 0, table + 1, -1)
+    trans[1:n + 1][table == STRING_EXIT] = n + 1
+    quoted = ByteDFA(trans, np.arange(n + 2) == n + 1, 0)
+    reference = any_string_dfa()
+    assert difference(quoted, reference) is None and difference(reference, quoted) is None
 
 
 def _valid_prefix(data: bytes) -> bool:

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["build_trie", "sub_trie", "subtree_summaries", "ordinary_chars", "ordinary_run", "walk_dfa", "walk_pda",
-           "PDA_MAX_CONFIGS", "UTF8", "HAS_HIGH", "UTF8_CLEAN"]
+           "string_exits", "free_string_exit", "STRING_EXIT", "PDA_MAX_CONFIGS", "UTF8", "HAS_HIGH", "UTF8_CLEAN"]
 
 
 @njit(cache=True, nogil=True)
@@ -235,6 +235,100 @@ def ordinary_chars(node_byte, node_depth, node_tok_ptr, tok_ids, max_depth, utf8
             for p in range(node_tok_ptr[i], node_tok_ptr[i + 1]):
                 out[tok_ids[p]] = chars[d]
     return out
+
+
+#: The move of a free string's content automaton (:mod:`.free_strings`) on its closing quote.
+STRING_EXIT = -2
+# Pairs (content state, table state) :func:`free_string_exit` follows at most, and table
+# states it pairs with one content state (the subset construction may split one).
+_MAX_STRING_PAIRS = 64
+_MAX_COPIES = 4
+
+
+@njit(cache=True, nogil=True)
+def string_exits(node_byte, node_depth, node_skip, node_tok_ptr, tok_ids, content, start, max_depth, num_ids):
+    """int32 ``[num_ids]``: how each token reads from ``start`` of ``content`` (a string's
+    content automaton whose closing quote is :data:`STRING_EXIT`): ``k >= 0`` when its
+    byte ``k`` closes the string, -1 when it stays inside (a beginning of some content),
+    -2 when the content refuses it first.  One preorder pass."""
+    out = np.full(num_ids, -2, np.int32)
+    states = np.empty(max_depth + 1, np.int32)
+    states[0] = start
+    n = node_byte.shape[0]
+    i = 0
+    while i < n:
+        d = node_depth[i]
+        c = content[states[d - 1], node_byte[i]]
+        if c == STRING_EXIT:
+            for p in range(node_tok_ptr[i], node_tok_ptr[node_skip[i]]):
+                out[tok_ids[p]] = d - 1
+            i = node_skip[i]
+            continue
+        if c < 0:
+            i = node_skip[i]
+            continue
+        states[d] = c
+        for p in range(node_tok_ptr[i], node_tok_ptr[i + 1]):
+            out[tok_ids[p]] = -1
+        i += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def free_string_exit(trans, calls, accepting, s, content, start):
+    """Where the closing quote leads from ``s`` when ``s`` reads exactly as ``start`` of
+    ``content`` does (see :func:`string_exits`), else -1.
+
+    Follows the pairs (content state, table state) from (``start``, ``s``): every byte
+    must be refused by both or by neither, no table state on the way may accept or
+    call (``calls`` empty: a table without calls), and every closing quote must lead
+    to one and the same state.  Then a token that stays inside is viable exactly
+    when the content reads it, and one that closes the string exactly when the content
+    reads it up to its quote and the table reads the rest from ``s``'s quote on.  -1
+    also past :data:`_MAX_STRING_PAIRS` pairs or :data:`_MAX_COPIES` table states for one
+    content state (a table that copies the string's inside: a ``maxLength`` count)."""
+    guarded = calls.shape[0] > 0
+    if accepting[s] or (guarded and calls[s] >= 0):
+        return -1
+    copies = np.full((content.shape[0], _MAX_COPIES), -1, np.int32)
+    pair_c = np.empty(_MAX_STRING_PAIRS, np.int32)
+    pair_x = np.empty(_MAX_STRING_PAIRS, np.int32)
+    pair_c[0] = start
+    pair_x[0] = s
+    copies[start, 0] = s
+    n = 1
+    k = 0
+    exit = -1
+    while k < n:
+        c = pair_c[k]
+        x = pair_x[k]
+        k += 1
+        for b in range(256):
+            ct = content[c, b]
+            xt = trans[x, b]
+            if ct == STRING_EXIT:
+                if xt < 0 or (exit >= 0 and xt != exit):
+                    return -1
+                exit = xt
+            elif ct < 0:
+                if xt >= 0:
+                    return -1
+            elif xt < 0 or accepting[xt] or (guarded and calls[xt] >= 0):
+                return -1
+            elif not (ct == c and xt == x):
+                j = 0
+                while j < _MAX_COPIES and copies[ct, j] >= 0 and copies[ct, j] != xt:
+                    j += 1
+                if j == _MAX_COPIES:
+                    return -1
+                if copies[ct, j] < 0:
+                    if n == _MAX_STRING_PAIRS:
+                        return -1
+                    copies[ct, j] = xt
+                    pair_c[n] = ct
+                    pair_x[n] = xt
+                    n += 1
+    return exit
 
 
 # What the walk learns per DFA state, in one int64 word (0: nothing yet) so that a

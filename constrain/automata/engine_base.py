@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from .cache import DiskCache
+from .free_strings import UNKNOWN_EXIT, FreeStrings, free_strings_for
 from .token_trie import token_trie_for
 
-__all__ = ["EngineBase"]
+__all__ = ["EngineBase", "new_exit_memo"]
 
 
 class EngineBase:
@@ -40,3 +41,28 @@ class EngineBase:
     def eos_words(self) -> np.ndarray:
         """The mask that allows exactly the EOS tokens (after termination)."""
         return self._eos_words
+
+    @property
+    def free_strings(self) -> FreeStrings:
+        """The vocabulary read from inside a free string (:mod:`.free_strings`), built on first use."""
+        return free_strings_for(self.info, self.trie)
+
+    def _free_string_walk(self, trans: np.ndarray, state: int, memo: np.ndarray, words: np.ndarray,
+                          calls: np.ndarray, accepting: np.ndarray, walk_tails) -> bool:
+        """Where ``state`` is inside a free string (:meth:`FreeStrings.exit_of`, answers kept
+        in ``memo``), OR its viable tokens into ``words``: the ones that stay inside, and
+        those of the tails that ``walk_tails(trie)`` (a walk from ``state`` that returns its
+        count, negative when it could not decide) finds.  False (nothing set) elsewhere."""
+        strings = self.free_strings
+        if strings.exit_of(trans, state, memo, calls, accepting) < 0:
+            return False
+        if walk_tails(strings.tails) < 0:
+            words[:] = 0
+            return False
+        strings.words_into(words)
+        return True
+
+
+def new_exit_memo(num_states: int) -> np.ndarray:
+    """An empty memo for :meth:`EngineBase._free_string_walk` over a table of ``num_states`` states."""
+    return np.full(num_states, UNKNOWN_EXIT, dtype=np.int32)

@@ -288,6 +288,7 @@ class MemberSetAutomaton(ByteReader):
         self._blocked: dict[tuple[int, frozenset[bytes]], frozenset[bytes]] = {}
         self._only: dict[tuple[int, frozenset[bytes]], frozenset[bytes] | None] = {}
         self._steps: dict[tuple[tuple, int], tuple | None] = {}
+        self._exhausted: dict[tuple[frozenset[int], frozenset[bytes], int], bool] = {}
         #: Whether some rule has member groups or ``maxProperties`` (keys may be refused
         #: before they are written).
         self.grouped = any(rule.groups or rule.max_properties != GOES_ON for rule in self.rules)
@@ -314,10 +315,23 @@ class MemberSetAutomaton(ByteReader):
                     break
         return frozenset(found)
 
-    def exhausted(self, rules, written: frozenset[bytes], slack: int) -> bool:
+    def exhausted(self, rules: frozenset[int], written: frozenset[bytes], slack: int) -> bool:
         """Whether some of ``rules`` that could hold ``written`` has at most ``slack`` keys
         left to write after it, or may write only a few names next (:meth:`only`: whether
-        the table can still spell one is left to the simulation)."""
+        the table can still spell one is left to the simulation).
+
+        Memoised: a mask's suspects ask it three times and once per object around the
+        text, and it was a third of their time (every rule's :meth:`keys_left`)."""
+        key = (rules, written, slack)
+        found = self._exhausted.get(key)
+        if found is None:
+            if len(self._exhausted) > 100_000:
+                self._exhausted.clear()
+            found = self._exhausted[key] = self._exhausted_now(rules, written, slack)
+        return found
+
+    def _exhausted_now(self, rules: frozenset[int], written: frozenset[bytes], slack: int) -> bool:
+        """:meth:`exhausted`, computed."""
         for rule in rules:
             if self._may_hold(self.rules[rule], written) and self.only(rule, written) is not None:
                 return True

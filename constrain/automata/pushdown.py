@@ -48,9 +48,9 @@ from ._dfa_kernels import wired_copies
 from .byte_dfa import ByteDFA, _NFA, _kernel_arrays, _minimize, _prune_dead, _subset_construction
 from .cache import DiskCache
 from .counted_loops import LongTokens
-from .engine_base import EngineBase
+from .engine_base import EngineBase, new_exit_memo
 from .token_dfa import MAX_FORCED_BYTES
-from .token_trie import new_loop_memo
+from .token_trie import TokenTrie, new_loop_memo
 
 __all__ = ["CALL", "COUNTED_SYMBOLS", "CALL_SYMBOLS", "WIDE_CALL", "WIDE_SYMBOLS", "call_marker", "called_symbols",
            "wide_calls", "without_symbols", "has_calls", "expand_calls",
@@ -525,6 +525,7 @@ class TokenPDA(EngineBase):
         self.reach = self._pop_reach()
         self._rows: dict = {}
         self._memo = new_loop_memo(automaton.num_states)
+        self._exits = new_exit_memo(automaton.num_states)
 
     def _pop_reach(self) -> int:
         """How many frames one token can pop at most: one per byte entering a complete callee
@@ -625,14 +626,20 @@ class TokenPDA(EngineBase):
 
         pda = self.automaton
         words = np.zeros(self.num_words, dtype=np.uint32)
+        frames = np.asarray(config[:-1], dtype=np.int32)
+
+        def walk(trie: TokenTrie, rest: bool = False) -> int:
+            ascii_below, flags, height = trie.summaries
+            return int(walk_pda(pda.trans, pda.calls, pda.call_ret, pda.accepting, pda.callee_starts, frames, config[-1],
+                                trie.node_byte, trie.node_depth, trie.node_skip, trie.node_tok_ptr, trie.tok_ids,
+                                ascii_below, flags, height, trie.max_depth, *self._memo, UTF8, words, rest))
+
+        if self._free_string_walk(pda.trans, config[-1], self._exits, words, pda.calls, pda.accepting, walk):
+            return words
         trie = self.trie
         if trie.ordinary.take(pda.trans, config[-1], self._memo, words, (pda.calls, pda.accepting)) is not None:
             trie = trie.ordinary.rest  # inside a string: the ordinary tokens are set, walk the rest
-        ascii_below, flags, height = trie.summaries
-        frames = np.asarray(config[:-1], dtype=np.int32)
-        found = walk_pda(pda.trans, pda.calls, pda.call_ret, pda.accepting, pda.callee_starts, frames, config[-1],
-                         trie.node_byte, trie.node_depth, trie.node_skip, trie.node_tok_ptr, trie.tok_ids,
-                         ascii_below, flags, height, trie.max_depth, *self._memo, UTF8, words, trie is not self.trie)
+        found = walk(trie, trie is not self.trie)
         if found < 0:  # too ambiguous for the kernel's fixed configuration sets: decide each token here
             words[:] = 0
             for token in self.trie.tok_ids.tolist():
@@ -642,7 +649,7 @@ class TokenPDA(EngineBase):
 
     def memory_bytes(self) -> int:
         """Bytes held by the automata and the memoised rows (the trie is shared per vocabulary)."""
-        rows = sum(r.nbytes for r in self._rows.values()) + sum(m.nbytes for m in self._memo)
+        rows = sum(r.nbytes for r in self._rows.values()) + sum(m.nbytes for m in self._memo) + self._exits.nbytes
         pda = self.automaton
         return int(pda.trans.nbytes + pda.call_ret.nbytes + pda.calls.nbytes + pda.accepting.nbytes + rows)
 

@@ -19,13 +19,15 @@ import numpy as np
 
 from .byte_dfa import ByteDFA
 from .cache import DiskCache
-from .engine_base import EngineBase
+from .engine_base import EngineBase, new_exit_memo
 from .token_trie import new_loop_memo
 
 __all__ = ["TokenDFA"]
 
 # Forced strings longer than this are cut (a DFA loop like (ab)+ forces forever).
 MAX_FORCED_BYTES = 4096
+
+_NO_CALLS = np.empty(0, dtype=np.int32)  # a regular table calls nothing
 
 
 class TokenDFA(EngineBase):
@@ -41,6 +43,7 @@ class TokenDFA(EngineBase):
         self._rows: dict[int, np.ndarray] = {}
         self._next_rows: dict[int, np.ndarray] = {}
         self._loops: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._exits: np.ndarray | None = None  # made with _loops
 
     # -- matcher protocol ------------------------------------------------------
     @property
@@ -82,11 +85,18 @@ class TokenDFA(EngineBase):
 
     # -- tables ----------------------------------------------------------------
     def _walk(self, state: int, words: np.ndarray, next_row: np.ndarray) -> None:
-        """One numba trie walk from ``state`` (see :func:`~._kernels.walk_dfa`), memo kept."""
+        """One numba trie walk from ``state`` (see :func:`~._kernels.walk_dfa`), memo kept;
+        inside a free string, the vocabulary's reading of one (:mod:`.free_strings`)."""
         memo = self._loops
         if memo is None:
             memo = self._loops = new_loop_memo(self.dfa.num_states)
-        self.trie.walk_dfa(self.dfa.trans, state, words, next_row, memo)
+            self._exits = new_exit_memo(self.dfa.num_states)
+        trans = self.dfa.trans
+        if not next_row.shape[0] and self._free_string_walk(
+                trans, state, self._exits, words, _NO_CALLS, self.dfa.accepting,
+                lambda tails: tails.walk_dfa(trans, state, words, next_row, memo, whole=True)):
+            return
+        self.trie.walk_dfa(trans, state, words, next_row, memo)
 
     def _compute_row(self, state: int) -> np.ndarray:
         words = np.zeros(self.num_words, dtype=np.uint32)
@@ -126,5 +136,5 @@ class TokenDFA(EngineBase):
     def memory_bytes(self) -> int:
         """Bytes held by the DFA and the memoised rows (the trie is shared per vocabulary)."""
         rows = sum(r.nbytes for r in self._rows.values()) + sum(r.nbytes for r in self._next_rows.values())
-        rows += sum(memo.nbytes for memo in self._loops or ())
+        rows += sum(memo.nbytes for memo in self._loops or ()) + (self._exits.nbytes if self._exits is not None else 0)
         return int(self.dfa.trans.nbytes + self.dfa.accepting.nbytes + rows)

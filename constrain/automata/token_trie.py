@@ -80,21 +80,22 @@ class TokenTrie:
         return found
 
     def walk_dfa(self, trans: np.ndarray, state: int, out_words: np.ndarray, out_next: np.ndarray,
-                 memo: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> int:
+                 memo: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, *, whole: bool = False) -> int:
         """OR into ``out_words`` the tokens viable from ``state`` of the byte DFA ``trans``.
 
         See :func:`~._kernels.walk_dfa` (``out_next``: empty, or one int32 slot per
         token for its end state).  ``memo`` is :func:`new_loop_memo` of the DFA,
         kept by callers that walk the same DFA again; a fresh one is used otherwise.
         Inside a string (a mask without end states) the ordinary tokens are taken
-        by their length and only the rest is walked (:class:`OrdinaryTokens`).
+        by their length and only the rest is walked (:class:`OrdinaryTokens`),
+        unless ``whole`` (a trie of a few tokens: walk it all).
         Returns the number of viable tokens.
         """
         from ._kernels import UTF8, walk_dfa
 
         memo = memo if memo is not None else new_loop_memo(trans.shape[0])
         trie, count = self, 0
-        if not out_next.shape[0]:
+        if not out_next.shape[0] and not whole:
             taken = self.ordinary.take(trans, state, memo, out_words)
             if taken is not None:
                 trie, count = self.ordinary.rest, taken
