@@ -403,12 +403,23 @@ def _learn_alive(trans, s, memo, alive_bytes):
     quote, an escape); again until nothing is dropped.  A string that must contain
     a pattern (``"pattern": "[0-9a-f]{64}"``, unanchored) counts hex runs in many
     states, which no single step covers: this set still holds all but ``"`` and
-    ``\\``.  Gives up (empty set) past 256 states.  The set is written before the flag.
+    ``\\``.  Gives up (empty set) past 256 states, and so do the states it reached
+    then (any subset is exact, only slower: the characters of a long count are each a
+    state of their own, and each searched 256 states on its first walk).  The set is
+    written before the flag.
+    A narrow ``s`` itself (between values: whitespace, a number's digits) gets the
+    empty set at once: any subset is exact, only slower, and there the search (a
+    tenth of an after-colon state's first walk) found bytes that its steps take anyway.
     """
     num_states = trans.shape[0]
     keep = np.zeros(128, np.bool_)
+    live = 0
     for b in range(128):
         keep[b] = trans[s, b] >= 0
+        live += 1 if keep[b] else 0
+    if live < _WIDE:
+        memo[s] |= _ALIVE_KNOWN
+        return memo[s]
     seen = np.zeros(num_states, np.bool_)
     queue = np.empty(_MAX_ALIVE_STATES, np.int64)
     changed = True
@@ -444,6 +455,8 @@ def _learn_alive(trans, s, memo, alive_bytes):
             seen[queue[k]] = False
         if found >= _MAX_ALIVE_STATES:
             keep[:] = False
+            for k in range(found):  # they reach as much, or nearly (a count's next states)
+                memo[queue[k]] |= _ALIVE_KNOWN
             break
     for b in range(128):
         if keep[b]:
