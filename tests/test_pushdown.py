@@ -249,6 +249,23 @@ def test_masks_inside_free_strings_equal_brute_force(infos, tokenizer):
         assert ids == PushdownOracle(engine.automaton, info).allowed_ids(start, info.special_token_ids), start
 
 
+@pytest.mark.parametrize("tokenizer", ["llama-3", "llama-2"])
+def test_most_wanted_bytes_in_a_token_equal_brute_force(infos, tokenizer):
+    """How many frames one token may pop (a row's reach) counts a set's bytes down the
+    token trie; per matchable token, counted directly, the most is the same."""
+    from constrain.automata.pushdown import _most_bytes_in_a_token
+    from constrain.automata.token_trie import token_trie_for
+
+    info = infos(tokenizer)
+    trie = token_trie_for(info)
+    rng = random.Random(5)
+    for chosen in (b"]}", b'"]}0123456789el', bytes(rng.sample(range(256), 40)), b" "):
+        wanted = np.zeros(256, dtype=bool)
+        wanted[list(chosen)] = True
+        most = max(sum(byte in chosen for byte in info.token_bytes[t]) for t in info.matchable_token_ids())
+        assert _most_bytes_in_a_token(info, trie, wanted) == most, chosen
+
+
 def test_rows_keyed_by_reach_equal_rows_of_whole_stacks(infos):
     """A row is memoised by the top ``reach`` frames only; the whole stack gives the same row."""
     info = infos("llama-3")

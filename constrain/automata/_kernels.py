@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["build_trie", "sub_trie", "subtree_summaries", "ordinary_chars", "ordinary_run", "walk_dfa", "walk_pda",
-           "string_exits", "free_string_exit", "STRING_EXIT", "PDA_MAX_CONFIGS", "UTF8", "HAS_HIGH", "UTF8_CLEAN"]
+           "string_exits", "free_string_exit", "STRING_EXIT", "most_on_a_path", "PDA_MAX_CONFIGS", "UTF8", "HAS_HIGH", "UTF8_CLEAN"]
 
 
 @njit(cache=True, nogil=True)
@@ -235,6 +235,20 @@ def ordinary_chars(node_byte, node_depth, node_tok_ptr, tok_ids, max_depth, utf8
             for p in range(node_tok_ptr[i], node_tok_ptr[i + 1]):
                 out[tok_ids[p]] = chars[d]
     return out
+
+
+@njit(cache=True, nogil=True)
+def most_on_a_path(node_byte, node_depth, max_depth, wanted):
+    """The most bytes with ``wanted[byte]`` (int32 ``[256]``, 0 or 1) on one root-to-node
+    path of a trie: the most in one token, since every path ends in one."""
+    counts = np.zeros(max_depth + 1, np.int64)
+    best = 0
+    for i in range(node_byte.shape[0]):
+        d = node_depth[i]
+        counts[d] = counts[d - 1] + wanted[node_byte[i]]
+        if counts[d] > best:
+            best = counts[d]
+    return best
 
 
 #: The move of a free string's content automaton (:mod:`.free_strings`) on its closing quote.

@@ -232,17 +232,17 @@ def _entering_bytes(callee: ByteDFA) -> np.ndarray:
     return found
 
 
-def _most_bytes_in_a_token(info, wanted: np.ndarray) -> int:
-    """The largest number of bytes from the set ``wanted`` (bool ``[256]``) in one token."""
+def _most_bytes_in_a_token(info, trie: TokenTrie, wanted: np.ndarray) -> int:
+    """The largest number of bytes from the set ``wanted`` (bool ``[256]``) in one token
+    that text may hold (``trie``: ``info``'s matchable tokens), counted down the trie:
+    joining the vocabulary's bytes for each new set took a millisecond, one schema in nine."""
     key = (info.hash, np.packbits(wanted).tobytes())
     found = _MOST_BYTES.get(key)
     if found is None:
-        blobs = [data for data in info.token_bytes if data]
-        flat = np.frombuffer(b"".join(blobs), dtype=np.uint8)
-        starts = np.zeros(len(blobs), dtype=np.int64)
-        np.cumsum([len(data) for data in blobs[:-1]], out=starts[1:])
-        found = int(np.add.reduceat(wanted[flat].astype(np.int64), starts).max()) if blobs else 0
-        _MOST_BYTES[key] = found
+        from ._kernels import most_on_a_path
+
+        found = _MOST_BYTES[key] = int(most_on_a_path(trie.node_byte, trie.node_depth, trie.max_depth,
+                                                      wanted.astype(np.int32)))
     return found
 
 
@@ -538,7 +538,7 @@ class TokenPDA(EngineBase):
         for block in [pda.callee, *pda.recursive.values()] + [c.dfa for c in pda.counted]:
             if block is not None:
                 entering |= _entering_bytes(block)
-        return _most_bytes_in_a_token(self.info, entering) + 1
+        return _most_bytes_in_a_token(self.info, self.trie, entering) + 1
 
     # -- matcher protocol ------------------------------------------------------
     @property
