@@ -25,7 +25,8 @@ from constrain import Compiler
 from constrain.automata.byte_dfa import ByteDFA, regex_to_dfa
 from constrain.automata.dfa_ops import difference
 from constrain.automata.free_strings import content_automaton
-from constrain.automata._kernels import (HAS_HIGH, ORDINARY_UTF8, STRING_EXIT, UTF8, UTF8_CLEAN, _chars_step, ordinary_run,
+from constrain.automata._kernels import (HAS_HIGH, ORDINARY_UTF8, STRING_EXIT, UTF8, UTF8_CLEAN, _chars_step, _learn_alive,
+                                         ordinary_run,
                                          subtree_summaries)
 from constrain.automata.token_trie import ORDINARY_MAX_CHARS, OrdinaryTokens, TokenTrie, new_loop_memo
 from constrain.grammar.json_schema.strings import any_string_dfa
@@ -266,6 +267,25 @@ def test_chars_step(pattern, loops):
     """Every multi-byte character returns to the start state exactly for the patterns that allow them all."""
     dfa = regex_to_dfa(pattern)
     assert _chars_step(dfa.trans, dfa.start, dfa.start, UTF8) == loops
+
+
+def _alive(dfa, state: int) -> int:
+    """How many ASCII bytes ``_learn_alive`` finds no path from ``state`` can die on."""
+    memo = new_loop_memo(dfa.num_states)
+    _learn_alive(dfa.trans, state, memo[0], memo[2])
+    return sum(bin(int(word)).count("1") for word in memo[2][state])
+
+
+def test_alive_bytes_where_they_take_subtrees():
+    """Inside a string that must hold a hex run somewhere, every ASCII byte but the quote
+    and the backslash stays alive (many states, no single step); a narrow
+    state (a number's digits) and the characters of a long count find none."""
+    hex_run = regex_to_dfa(PATTERNS["contains_hex_run"])
+    assert _alive(hex_run, hex_run.walk(hex_run.start, b'"ab')) == 128 - 2
+    number = regex_to_dfa(r"-?[0-9]+(\.[0-9]+)?")
+    assert _alive(number, number.walk(number.start, b"12")) == 0
+    count = regex_to_dfa(r'[^"\\]{0,300}')
+    assert _alive(count, count.walk(count.start, b"ab")) == 0
 
 
 def ordinary_length(data: bytes) -> int:

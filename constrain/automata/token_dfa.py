@@ -88,9 +88,9 @@ class TokenDFA(EngineBase):
         """One numba trie walk from ``state`` (see :func:`~._kernels.walk_dfa`), memo kept;
         inside a free string, the vocabulary's reading of one (:mod:`.free_strings`)."""
         memo = self._loops
-        if memo is None:
-            memo = self._loops = new_loop_memo(self.dfa.num_states)
+        if memo is None:  # the exits first: a thread that sees the loops' memo sees them too
             self._exits = new_exit_memo(self.dfa.num_states)
+            memo = self._loops = new_loop_memo(self.dfa.num_states)
         trans = self.dfa.trans
         if not next_row.shape[0] and self._free_string_walk(
                 trans, state, self._exits, words, _NO_CALLS, self.dfa.accepting,
