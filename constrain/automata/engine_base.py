@@ -8,11 +8,13 @@ each engine only writes what is specific to its constraint.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from .cache import DiskCache
 from .free_strings import UNKNOWN_EXIT, FreeStrings, free_strings_for
-from .token_trie import token_trie_for
+from .token_trie import TokenTrie, token_trie_for
 
 __all__ = ["EngineBase", "new_exit_memo"]
 
@@ -48,7 +50,7 @@ class EngineBase:
         return free_strings_for(self.info, self.trie)
 
     def _free_string_walk(self, trans: np.ndarray, state: int, memo: np.ndarray, words: np.ndarray,
-                          calls: np.ndarray, accepting: np.ndarray, walk_tails) -> bool:
+                          calls: np.ndarray, accepting: np.ndarray, walk_tails: Callable[[TokenTrie, int], int]) -> bool:
         """Where ``state`` is inside a free string (:meth:`FreeStrings.exit_of`, answers kept
         in ``memo``), OR its viable tokens into ``words``: the ones that stay inside, and
         those of the tails that ``walk_tails(trie)`` (a walk from ``state`` that returns its
