@@ -50,7 +50,7 @@ class EngineBase:
         return free_strings_for(self.info, self.trie)
 
     def _free_string_walk(self, trans: np.ndarray, state: int, memo: np.ndarray, words: np.ndarray,
-                          calls: np.ndarray, accepting: np.ndarray, walk_tails: Callable[[TokenTrie, int], int]) -> bool:
+                          calls: np.ndarray, accepting: np.ndarray, walk_tails: Callable[[TokenTrie], int]) -> bool:
         """Where ``state`` is inside a free string (:meth:`FreeStrings.exit_of`, answers kept
         in ``memo``), OR its viable tokens into ``words``: the ones that stay inside, and
         those of the tails that ``walk_tails(trie)`` (a walk from ``state`` that returns its
