@@ -13,7 +13,6 @@ a few hundred for hypothesis) are ``benchmarks/bench_generate_json.py``.
 from __future__ import annotations
 
 import collections
-import json
 
 import jsonschema
 import pytest

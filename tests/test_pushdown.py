@@ -520,6 +520,47 @@ def test_patterned_strings_are_counted_exactly(pattern, high):
             assert automaton.matches(text) == expected, (length, value[-12:])
 
 
+@pytest.mark.parametrize("patterns, formats", [((r"^(?:\\S+\\s+){0,3}\\S+$",), ()), (PATTERNS[1:], ()), ((), ("date",))])
+def test_content_pairs_are_the_reachable_product(patterns, formats):
+    """The content's states (numba, ``unit_pairs``) are exactly the (pattern automaton,
+    place in a character) pairs a breadth-first search reaches from the start, numbered
+    in the order it finds them, each row's new pairs by their (content, unit) order."""
+    from constrain.grammar.json_schema.strings import (_content_units, _encoded_char_dfa, _intersect_all,
+                                                       _units_to_finish, build_byte_dfa, encode_chars, format_dfa,
+                                                       pattern_tree)
+
+    unit = _encoded_char_dfa()
+    content = _intersect_all([build_byte_dfa(encode_chars(pattern_tree(p))) for p in patterns]
+                             + [format_dfa(f) for f in formats])
+    index, pairs, rows = {(content.start, unit.start): 0}, [(content.start, unit.start)], []
+    for c, u in pairs:
+        moves = {}
+        for byte in range(256):
+            tc, tu = int(content.trans[c, byte]), int(unit.trans[u, byte])
+            if tc >= 0 and tu >= 0:
+                moves[byte] = (tc, unit.start if unit.accepting[tu] else tu)
+        for pair in sorted(set(moves.values())):
+            if pair not in index:
+                index[pair] = len(pairs)
+                pairs.append(pair)
+        rows.append([index[moves[b]] if b in moves else -1 for b in range(256)])
+    got_rows, ends, done = _content_units(tuple(patterns), tuple(formats))
+    assert got_rows.tolist() == rows
+    assert ends.tolist() == [u == unit.start for _, u in pairs]
+    assert done.tolist() == [bool(content.accepting[c]) and u == unit.start for c, u in pairs]
+    # The most characters any state still needs before the content may end (numba,
+    # steps_to_end), against relaxing every move until nothing changes.
+    need = [0 if d else len(rows) + 1 for d in done.tolist()]
+    changed = True
+    while changed:
+        changed = False
+        for s, row in enumerate(rows):
+            best = min([need[t] + int(ends[t]) for t in row if t >= 0] + [need[s]])
+            changed |= best < need[s]
+            need[s] = best
+    assert _units_to_finish(tuple(patterns), tuple(formats)) == max(need)
+
+
 @pytest.mark.parametrize("tokenizer", ["llama-3", "llama-2"])
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_counted_pattern_masks_equal_the_eager_count(infos, tokenizer, pattern):

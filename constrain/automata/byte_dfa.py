@@ -780,10 +780,18 @@ def warm_up() -> None:
     difference(looping, build_byte_dfa(parse_regex("ad")))
     words = without_words(build_byte_dfa(parse_regex("[ab]+ *")), [b"a", b"ab"])
     bound_runs(words, words.trans[:, 32] == np.arange(words.num_states), b" ", 2)
-    from .pushdown import COUNTED_SYMBOLS, call_marker, inline_calls  # pushdown imports this module
+    from .pushdown import COUNTED_SYMBOLS, PushdownDFA, call_marker, inline_calls  # pushdown imports this module
 
     symbol = COUNTED_SYMBOLS[0]
-    inline_calls(call_marker(symbol), symbol, build_byte_dfa(parse_regex('"a*"')), MAX_DFA_STATES)
-    from ._dfa_kernels import string_loops
+    quoted = build_byte_dfa(parse_regex('"a*"'))
+    inline_calls(call_marker(symbol), symbol, quoted, MAX_DFA_STATES)
+    PushdownDFA(call_marker(), quoted)
+    from ._dfa_kernels import counted_copies, steps_to_end, string_loops, unit_pairs
+
+    table = np.ascontiguousarray(looping.trans, dtype=np.int32)
+    unit_pairs(table, int(looping.start), table, int(looping.start), np.ascontiguousarray(looping.accepting))
+    step = np.zeros(1, dtype=np.int32)
+    counted_copies(table, table >= 0, step, step, np.ascontiguousarray(looping.accepting), 0, ord('"'))
+    steps_to_end(table, looping.accepting.astype(np.int64), np.ascontiguousarray(looping.accepting))
 
     string_loops(looping.trans, looping.start, 0, np.full(2 * looping.num_states, -1, dtype=np.int64))

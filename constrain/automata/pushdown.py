@@ -44,7 +44,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ._dfa_kernels import wired_copies
+from ._dfa_kernels import place_block, wired_copies
 from .byte_dfa import ByteDFA, _NFA, _kernel_arrays, _minimize, _prune_dead, _subset_construction
 from .cache import DiskCache
 from .counted_loops import LongTokens
@@ -284,19 +284,28 @@ class CountedCallee:
         return self.loop_first < self.loop_stop
 
 
-def _stacked(blocks: Sequence[ByteDFA], offsets: Sequence[int]) -> np.ndarray:
-    """The blocks' tables one after another, each renumbered to its rows (``-1`` kept).
+def _stacked(blocks: Sequence[ByteDFA], offsets: Sequence[int], symbols: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The blocks' tables one after another, each renumbered to its rows (``-1`` kept), and
+    ``call_ret``: where the text goes on after a value of each callee in ``symbols``
+    (one column each), called at each state.  The one-byte call moves are taken out of
+    the table; wide ones (:data:`WIDE_CALL` and an id) are left to the caller.
 
-    Written into one fresh table: ``np.concatenate`` of renumbered copies made two
-    passes and a temporary per callee, a tenth of a millisecond for a median schema.
+    Raises ValueError for a call on a symbol no callee in ``symbols`` stands for.
     """
     table = np.empty((offsets[-1], 256), dtype=np.int32)
-    table[:offsets[1]] = blocks[0].trans
-    for block, lo, hi in zip(blocks[1:], offsets[1:], offsets[2:]):
-        rows = table[lo:hi]
-        np.add(block.trans, np.int32(lo), out=rows)
-        rows[block.trans < 0] = -1
-    return table
+    call_ret = np.full((offsets[-1], len(symbols)), -1, dtype=np.int32)
+    column_of = np.full(len(CALL_SYMBOLS), -1, dtype=np.int64)
+    for column, symbol in enumerate(symbols):
+        if symbol not in WIDE_SYMBOLS:
+            column_of[symbol - _FIRST_SYMBOL] = column
+    unknown = 0
+    for block, lo in zip(blocks, offsets):
+        unknown |= place_block(table, _kernel_arrays(block.trans, block.accepting)[0], lo, column_of,
+                               _FIRST_SYMBOL, call_ret)
+    if unknown:
+        missing = [hex(symbol) for j, symbol in enumerate(CALL_SYMBOLS) if unknown >> j & 1]
+        raise ValueError(f"the DFA calls symbols no callee stands for: {', '.join(missing)}")
+    return table, call_ret
 
 
 #: Closures a :class:`PushdownDFA` remembers (by configurations) before it starts afresh.
@@ -360,22 +369,16 @@ class PushdownDFA(ByteReader):
         symbols = ([CALL] if callee is not None else []) + list(recursive) + list(counted_symbols)
         blocks = [dfa] + ([callee] if callee is not None else []) + list(recursive.values()) + [c.dfa for c in counted]
         offsets = np.cumsum([0] + [b.num_states for b in blocks]).tolist()
-        table = _stacked(blocks, offsets)
-        on_symbols = table[:, CALL_SYMBOLS]  # one strided gather serves the check and call_ret
-        used = (on_symbols >= 0).any(axis=0).tolist()
+        #: call_ret[s, c]: where the text goes on after a value of callee c called at s (-1: no call).
+        table, self.call_ret = _stacked(blocks, offsets, symbols)
         wide = wide_calls(table)
-        unknown = [hex(symbol) for symbol, hit in zip(CALL_SYMBOLS, used) if hit and symbol not in symbols]
-        unknown += sorted({hex(symbol) for _, symbol, _ in wide if symbol not in symbols})
+        unknown = sorted({hex(symbol) for _, symbol, _ in wide if symbol not in symbols})
         if unknown:
             raise ValueError(f"the DFA calls symbols no callee stands for: {', '.join(unknown)}")
-        #: call_ret[s, c]: where the text goes on after a value of callee c called at s (-1: no call).
-        self.call_ret = np.full((len(table), len(symbols)), -1, dtype=np.int32)
-        for column, symbol in enumerate(symbols):
-            if symbol not in WIDE_SYMBOLS:
-                self.call_ret[:, column] = on_symbols[:, CALL_SYMBOLS.index(symbol)]
         column_of = {symbol: column for column, symbol in enumerate(symbols)}
         for state, symbol, ret in wide:
             self.call_ret[state, column_of[symbol]] = ret
+            table[state, WIDE_CALL] = -1  # symbols are never text (nor is the id byte after it)
         #: The table rows ``[lo, hi)`` of each callee, by its symbol.
         self.blocks = {symbol: (offsets[k + 1], offsets[k + 2]) for k, symbol in enumerate(symbols)}
         #: The start state of each callee, by column of ``call_ret``.
@@ -383,10 +386,9 @@ class PushdownDFA(ByteReader):
         #: >= 0 where a state calls some callee (the guard of the trie walks).
         self.calls = (self.call_ret.max(axis=1) if symbols else np.full(len(table), -1)).astype(np.int32)
         callers, columns = np.nonzero(self.call_ret >= 0)  # by state, then by callee
+        # The symbols are never text (a <0xFF> byte token must not call): _stacked and the
+        # loop above took every move on them out.
         self.trans = table
-        # The symbols are never text (a <0xFF> byte token must not call); only these moves are on them.
-        symbol_bytes = np.asarray([s if s not in WIDE_SYMBOLS else WIDE_CALL for s in symbols], dtype=np.int64)
-        self.trans[callers, symbol_bytes[columns]] = -1
         self.accepting = np.concatenate([b.accepting for b in blocks])
         for start in self.callee_starts.tolist():
             if self.calls[start] >= 0 or self.accepting[start]:

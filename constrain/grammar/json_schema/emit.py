@@ -1558,6 +1558,14 @@ class _GraphBuilder:
     arrays would otherwise double their automaton at every level.  The key must
     name the member: two members into one target must not share a mid state,
     or each source could take the other's member.
+
+    A source writes its separator once, into its own "separated" state, from which
+    every member it may write (and, after a member was written, every member a skip
+    reaches) goes on without a byte.  With a separator per member and skips between
+    the sources themselves, every later member's separator (its whitespace loops and
+    comma) was in the determinised state after each value: 60 optional integer
+    members made sets of 23 NFA states on average and took 11 ms to determinise,
+    3.8 ms now (flexible whitespace; the DFA is the same size).
     """
 
     def __init__(self, separator: RegexNode) -> None:
@@ -1565,20 +1573,29 @@ class _GraphBuilder:
         self.index: dict[tuple, int] = {}
         self.edges: list[tuple[int, RegexNode, int]] = []
         self.member_edges: set[tuple[int, int, int]] = set()
+        #: The skips after a member: target keys by source key (finals are found through them).
+        self.skips: dict[tuple, list[tuple]] = {}
 
     def state(self, key: tuple) -> int:
         if key not in self.index:
             self.index[key] = len(self.index)
         return self.index[key]
 
+    def _separated(self, source: tuple) -> int:
+        """The state after ``source``'s separator (made, with its separator edge, on first use)."""
+        key = ("sep",) + source
+        if key not in self.index:
+            self.edges.append((self.state(source), self.separator, self.state(key)))
+        return self.index[key]
+
     def member(self, source: tuple, first: bool, target: tuple, node: RegexNode, node_id: int) -> None:
         # The mid state belongs to one member language: keyed by the target alone, two
         # members reaching the same target (capped counts) would take each other's edges.
         mid = self.state(("mid", node_id) + target)
-        link = (self.state(source), -1, mid)
+        link = (self.state(source) if first else self._separated(source), -1, mid)
         if link not in self.member_edges:
             self.member_edges.add(link)
-            self.edges.append((link[0], EMPTY if first else self.separator, mid))
+            self.edges.append((link[0], EMPTY, mid))
         edge = (mid, node_id, self.state(target))
         if edge not in self.member_edges:
             self.member_edges.add(edge)
@@ -1602,11 +1619,26 @@ class _GraphBuilder:
                     seen.add(target)
                     queue.append(target)
 
-    def skip(self, source: tuple, target: tuple) -> None:
-        self.edges.append((self.state(source), EMPTY, self.state(target)))
+    def skip(self, source: tuple, first: bool, target: tuple) -> None:
+        """Pass over a member from ``source`` to ``target`` writing nothing.  Before any
+        member (``first``) the states themselves are joined; after one, the states after
+        their separators, and the source ends the object wherever the target may."""
+        if first:
+            self.edges.append((self.state(source), EMPTY, self.state(target)))
+            return
+        self.state(target)
+        self.edges.append((self._separated(source), EMPTY, self._separated(target)))
+        self.skips.setdefault(source, []).append(target)
 
     def graph(self, start: tuple, is_final) -> RegexNode:
-        finals = tuple(sorted(i for key, i in self.index.items() if key[0] != "mid" and is_final(key)))
+        final: dict[tuple, bool] = {}
+
+        def ends(key: tuple) -> bool:  # skips go forward by position: no cycle
+            if key not in final:
+                final[key] = is_final(key) or any(ends(target) for target in self.skips.get(key, ()))
+            return final[key]
+
+        finals = tuple(sorted(i for key, i in self.index.items() if key[0] not in ("mid", "sep") and ends(key)))
         if not finals:
             return NOTHING
         return Graph(len(self.index), self.index[start], finals, tuple(self.edges))
@@ -1802,7 +1834,7 @@ def _members_graph(members, extras, min_props: int, max_props: int | None, layou
                         nxt.add((target, written))
             skipped = _stepped(groups, status, position, False)
             if not required and skipped is not None:
-                builder.skip(source, ("at", position + 1, count, skipped))
+                builder.skip(source, count == 0, ("at", position + 1, count, skipped))
                 nxt.add((count, skipped))
         frontier = nxt
     pending = sorted(frontier)

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ...automata._dfa_kernels import counted_copies, gather_rows, steps_to_end, unit_pairs
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, _live_states, build_byte_dfa
 from ...automata.dfa_ops import assert_ahead, difference, intersect
 from ...automata.pushdown import CountedCallee, call_marker
@@ -595,31 +596,24 @@ def counted_string_callee(counted: CountedString, longest: int) -> CountedCallee
     if states > MAX_DFA_STATES:
         raise RegexError(f"counting {counted.describe()} takes {states:,} states "
                          f"for tokens of {margin} bytes (the limit is {MAX_DFA_STATES:,})", "", 0)
-    rows = rows.astype(np.int32, copy=False)  # int32 throughout (the state count is checked above): the copies are large
     bases = np.int32(1) + np.arange(copies, dtype=np.int32) * np.int32(n)
     following = bases + np.int32(n)  # where a finished character goes: the next copy...
     following[low] = bases[low]  # ...but the loop stays in itself
     following[-1] = -1  # and at the bound nothing more is read
+    rows = np.ascontiguousarray(rows, dtype=np.int32)
     ending = (rows >= 0) & ends[np.maximum(rows, 0)]
-    none = np.int32(-1)
-    trans = np.where(rows[None] < 0, none, rows[None] + np.where(ending[None], following[:, None, None],
-                                                                   bases[:, None, None]))
-    trans = np.where(ending[None] & (following[:, None, None] < 0), none, trans)
-    close = 1 + copies * n
-    trans = np.concatenate([np.full((1, 256), none), trans.reshape(copies * n, 256), np.full((1, 256), none)])
-    trans[0, ord('"')] = 1
-    trans[(bases[low:, None] + np.flatnonzero(done)[None]).ravel(), ord('"')] = close
+    trans = counted_copies(rows, ending, bases, following, np.ascontiguousarray(done), int(low), ord('"'))
+    close = trans.shape[0] - 1
     accepting = np.zeros(trans.shape[0], dtype=bool)
     accepting[close] = True
     live = _live_states(trans, accepting)
     new_index = (np.cumsum(live) - 1).astype(np.int32)
     new_index[~live] = -1
-    trans = np.where(trans >= 0, new_index[np.maximum(trans, 0)], none)
     loop = np.arange(bases[low], bases[low] + n)[live[bases[low]:bases[low] + n]]
     exit_states = loop + (bases[low + 1] - bases[low])
     exits = np.where(ends[loop - bases[low]], np.where(live[exit_states], new_index[exit_states], -2), -1)
     assert (exits != -2).all(), "the copies after the loop are too few for its states to end"
-    dfa = ByteDFA(np.ascontiguousarray(trans[live], dtype=np.int32), accepting[live], 0)
+    dfa = ByteDFA(gather_rows(trans, np.flatnonzero(live), new_index), accepting[live], 0)
     first = int(new_index[loop[0]])
     return CountedCallee(dfa, first, first + loop.size, tuple(exits.tolist()), low, high - room, margin, high)
 
@@ -651,29 +645,10 @@ def _content_units(patterns: tuple[str, ...], formats: tuple[str, ...]) -> tuple
                              + [format_dfa(f) for f in formats])
     if content is None:
         raise RegexError("no string meets the patterns and formats together", "", 0)
-    finished = unit.accepting
-    index = {(int(content.start), int(unit.start)): 0}
-    pairs = [(int(content.start), int(unit.start))]
-    out: list[np.ndarray] = []
-    for c, u in pairs:  # grows while it is read
-        c_row, u_row = content.trans[c], unit.trans[u]
-        moves = np.flatnonzero((c_row >= 0) & (u_row >= 0))
-        targets_u = np.where(finished[u_row[moves]], unit.start, u_row[moves])
-        keys = c_row[moves].astype(np.int64) * unit.num_states + targets_u
-        row = np.full(256, -1, dtype=np.int64)
-        distinct, inverse = np.unique(keys, return_inverse=True)
-        ids = []
-        for key in distinct.tolist():
-            pair = divmod(key, unit.num_states)
-            if pair not in index:
-                index[pair] = len(pairs)
-                pairs.append(pair)
-            ids.append(index[pair])
-        row[moves] = np.asarray(ids, dtype=np.int64)[inverse]
-        out.append(row)
-    ends = np.array([u == unit.start for _, u in pairs])
-    done = np.array([bool(content.accepting[c]) for c, _ in pairs]) & ends
-    return np.stack(out), ends, done
+    rows, pair_content, pair_unit = unit_pairs(_table(content), int(content.start), _table(unit), int(unit.start),
+                                               np.ascontiguousarray(unit.accepting))
+    ends = pair_unit == unit.start
+    return rows, ends, content.accepting[pair_content] & ends
 
 
 @lru_cache(maxsize=64)
@@ -681,15 +656,13 @@ def _units_to_finish(patterns: tuple[str, ...], formats: tuple[str, ...]) -> int
     """The most characters the content may still need, from any of its states, before it
     can end (a started character counts as one)."""
     rows, ends, done = _content_units(patterns, formats)
-    far = rows.shape[0] + 1
-    dist = np.where(done, 0, far)
-    valid, targets = rows >= 0, np.maximum(rows, 0)
-    cost = ends.astype(np.int64)
-    while True:
-        best = np.minimum(dist, np.where(valid, dist[targets] + cost[targets], far).min(axis=1))
-        if (best == dist).all():
-            return int(dist.max())
-        dist = best
+    return int(steps_to_end(np.ascontiguousarray(rows, dtype=np.int32), ends.astype(np.int64),
+                            np.ascontiguousarray(done)).max())
+
+
+def _table(dfa: ByteDFA) -> np.ndarray:
+    """``dfa``'s table in the one layout the kernels are compiled for (C-ordered int32)."""
+    return np.ascontiguousarray(dfa.trans, dtype=np.int32)
 
 
 def _unit_template(unit: ByteDFA) -> np.ndarray:
