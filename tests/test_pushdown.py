@@ -180,6 +180,12 @@ class PushdownOracle:
         return allowed
 
 
+# Strings of at most 100 (and 10) words (Github_easy o21053, Github_medium o21142).
+WORDS_100 = {"type": "object", "properties": {"q": {"type": "string", "minLength": 1, "maxLength": 5000,
+                                                    "pattern": "^$|(^(?:\\S+\\s+){0,99}\\S+$)"}}}
+WORDS_10 = {"type": "object", "properties": {"q": {"type": "string", "maxLength": 100,
+                                                   "pattern": "^(?:\\S+\\s+){0,9}\\S+$"}}}
+
 WALKS = [
     (FREE, b'[{"a": [[{"b": ', 1),
     (FREE, b"[1, [2, [3, [4, [5, [6, [7, [8, [9, [10, 1", 2),
@@ -208,6 +214,11 @@ WALKS = [
     (JSON_TEXT, b'{"doc": " [1e', 17),
     # a shared definition: inside its callee, called from an array
     (SHARED, b'{"p0": {"id": 7}, "list": [{"id": 1, "tags": ["ab"]}, {"id": 2, "meta": {"x": 1', 14),
+    # words counted by a pattern under a long maxLength: far from the word bound (spaces
+    # alive a few bytes ahead, not forever), and a word or two from it
+    (WORDS_100, b'{"q": "one two three', 23),
+    (WORDS_10, b'{"q": "w1 w2 w3 w4 w5 w6 w7 w8 w', 24),
+    (WORDS_10, b'{"q": "w1 w2 w3 w4 w5 w6', 25),
 ]
 
 
