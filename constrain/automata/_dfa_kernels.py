@@ -449,13 +449,13 @@ def byte_classes(trans):
         for b in range(256):
             h = (hashes[b] ^ np.uint64(trans[s, b] + 1)) * _HASH_PRIME
             hashes[b] = h ^ (h >> np.uint64(29))
+    # Each byte's representative: the smallest byte of equal hash (a stable sort groups
+    # them; comparing each byte with every smaller one was 32,000 steps per table).
     rep = np.empty(256, np.int32)
-    for b in range(256):
-        rep[b] = b
-        for other in range(b):
-            if rep[other] == other and hashes[other] == hashes[b]:
-                rep[b] = other
-                break
+    order = np.argsort(hashes, kind="mergesort")
+    for k in range(256):
+        b = order[k]
+        rep[b] = b if k == 0 or hashes[order[k - 1]] != hashes[b] else rep[order[k - 1]]
     collision = False
     for s in range(n):
         for b in range(256):
@@ -475,6 +475,21 @@ def byte_classes(trans):
             t = trans[s, kept[k]]
             compact[s, k] = t if t >= 0 else n
     return compact
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _queue_entered(block, lo, hi, elems, into_ptr, into, num_classes, in_work, work, top):  # pragma: no cover
+    """Queue ``(block, c)`` for each class ``c`` some move enters the block's states
+    ``elems[lo:hi]`` on, unless queued already; returns the new top of ``work``."""
+    for i in range(lo, hi):
+        t = elems[i]
+        for k in range(into_ptr[t], into_ptr[t + 1]):
+            code = block * num_classes + into[k]
+            if not in_work[code]:
+                in_work[code] = True
+                work[top] = code
+                top += 1
+    return top
 
 
 @njit(cache=True, nogil=True)
@@ -509,6 +524,22 @@ def hopcroft_blocks(compact, labels):
             fill[c, t] += 1
     for c in range(num_classes):
         inv_src[c, fill[c, n]] = n
+    # The classes each state is entered on: a splitter (block, class) no move enters splits
+    # nothing, so only these are queued (a state of a key is entered on one byte class of
+    # dozens; queueing every class was most of a member loop's minimisation).
+    into_ptr = np.zeros(total + 1, np.int32)
+    for t in range(total):
+        for c in range(num_classes):
+            if inv_ptr[c, t + 1] > inv_ptr[c, t]:
+                into_ptr[t + 1] += 1
+        into_ptr[t + 1] += into_ptr[t]
+    into = np.empty(into_ptr[total], np.int32)
+    k = 0
+    for t in range(total):
+        for c in range(num_classes):
+            if inv_ptr[c, t + 1] > inv_ptr[c, t]:
+                into[k] = c
+                k += 1
     # Initial partition: one block per label, the sink with label -1.
     ext_labels = np.empty(total, np.int64)
     ext_labels[:n] = labels
@@ -540,10 +571,7 @@ def hopcroft_blocks(compact, labels):
     top = 0
     for b in range(num_blocks):
         if b != largest:
-            for c in range(num_classes):
-                in_work[b * num_classes + c] = True
-                work[top] = b * num_classes + c
-                top += 1
+            top = _queue_entered(b, first[b], end[b], elems, into_ptr, into, num_classes, in_work, work, top)
     splitter = np.empty(total, np.int32)
     touched = np.empty(total, np.int32)
     while top > 0:
@@ -586,12 +614,7 @@ def hopcroft_blocks(compact, labels):
                 end[b] = first[b] + marked
             for i in range(first[new], end[new]):
                 block_of[elems[i]] = new
-            for cc in range(num_classes):
-                code = new * num_classes + cc
-                if not in_work[code]:
-                    in_work[code] = True
-                    work[top] = code
-                    top += 1
+            top = _queue_entered(new, first[new], end[new], elems, into_ptr, into, num_classes, in_work, work, top)
     # Dense block ids in order of each block's first state.
     dense = np.full(num_blocks, -1, np.int32)
     out = np.empty(n, np.int32)
