@@ -531,7 +531,8 @@ def test_patterned_strings_are_counted_exactly(pattern, high):
             assert automaton.matches(text) == expected, (length, value[-12:])
 
 
-@pytest.mark.parametrize("patterns, formats", [((r"^(?:\\S+\\s+){0,3}\\S+$",), ()), (PATTERNS[1:], ()), ((), ("date",))])
+@pytest.mark.parametrize("patterns, formats",
+                         [((r"^(?:\\S+\\s+){0,3}\\S+$",), ()), (PATTERNS[1:], ()), ((), ("date",))])
 def test_content_pairs_are_the_reachable_product(patterns, formats):
     """The content's states (numba, ``unit_pairs``) are exactly the (pattern automaton,
     place in a character) pairs a breadth-first search reaches from the start, numbered

@@ -284,7 +284,8 @@ class CountedCallee:
         return self.loop_first < self.loop_stop
 
 
-def _stacked(blocks: Sequence[ByteDFA], offsets: Sequence[int], symbols: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def _stacked(blocks: Sequence[ByteDFA], offsets: Sequence[int],
+             symbols: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """The blocks' tables one after another, each renumbered to its rows (``-1`` kept), and
     ``call_ret``: where the text goes on after a value of each callee in ``symbols``
     (one column each), called at each state.  The one-byte call moves are taken out of
