@@ -238,6 +238,22 @@ def test_keys_follow_schema_order_then_additional():
     assert dfa.matches(b'{"b": 1, "zz": [1]}') and not dfa.matches(b'{"b": 1, "b": 2}')
 
 
+def test_objects_of_thousands_of_optional_members_compile():
+    """Where an object may end is settled across its skips without recursion: 1,500
+    optional members (past Python's recursion limit) compile, in schema order, and end
+    after any member, with a required one last only after it."""
+    names = [f"p{i}" for i in range(1500)]
+    dfa = dfa_for({"type": "object", "properties": {name: {"type": "integer"} for name in names},
+                   "additionalProperties": False})
+    assert dfa.matches(b"{}") and dfa.matches(b'{"p0": 1}') and dfa.matches(b'{"p1499": 2}')
+    assert dfa.matches(b'{"p3": 1, "p7": 2}') and not dfa.matches(b'{"p7": 1, "p3": 2}')
+    assert not dfa.matches(b'{"p3": 1, "p3": 2}') and not dfa.matches(b'{"q": 1}')
+    required = dfa_for({"type": "object", "properties": {name: {"type": "integer"} for name in names},
+                        "required": ["p1499"], "additionalProperties": False})
+    assert required.matches(b'{"p5": 1, "p1499": 2}') and required.matches(b'{"p1499": 2}')
+    assert not required.matches(b'{"p5": 1}') and not required.matches(b"{}")
+
+
 def any_order_dfa(schema):
     return schema_to_dfa(schema, JsonSchemaOptions(property_order="any")).automaton
 

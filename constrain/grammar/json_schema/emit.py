@@ -1626,19 +1626,17 @@ class _GraphBuilder:
         if first:
             self.edges.append((self.state(source), EMPTY, self.state(target)))
             return
-        self.state(target)
         self.edges.append((self._separated(source), EMPTY, self._separated(target)))
         self.skips.setdefault(source, []).append(target)
 
     def graph(self, start: tuple, is_final) -> RegexNode:
-        final: dict[tuple, bool] = {}
-
-        def ends(key: tuple) -> bool:  # skips go forward by position: no cycle
-            if key not in final:
-                final[key] = is_final(key) or any(ends(target) for target in self.skips.get(key, ()))
-            return final[key]
-
-        finals = tuple(sorted(i for key, i in self.index.items() if key[0] not in ("mid", "sep") and ends(key)))
+        final = {key: is_final(key) for key in self.index if key[0] not in ("mid", "sep")}
+        # Skips are made position by position and lead one position on: their sources from
+        # the last back, each target is settled before its source (no recursion: objects
+        # of thousands of optional members).
+        for source in reversed(list(self.skips)):
+            final[source] = final[source] or any(final[target] for target in self.skips[source])
+        finals = tuple(sorted(i for key, i in self.index.items() if final.get(key)))
         if not finals:
             return NOTHING
         return Graph(len(self.index), self.index[start], finals, tuple(self.edges))
