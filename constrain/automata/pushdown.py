@@ -286,26 +286,32 @@ class CountedCallee:
 
 def _stacked(blocks: Sequence[ByteDFA], offsets: Sequence[int],
              symbols: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """The blocks' tables one after another, each renumbered to its rows (``-1`` kept), and
-    ``call_ret``: where the text goes on after a value of each callee in ``symbols``
-    (one column each), called at each state.  The one-byte call moves are taken out of
-    the table; wide ones (:data:`WIDE_CALL` and an id) are left to the caller.
+    """The blocks' tables one after another, each renumbered to its rows, without their
+    call moves, and ``call_ret``: where the text goes on after a value of each callee in
+    ``symbols`` (one column each), called at each state.  Symbols are never text (a
+    <0xFF> byte token must not call), so no move on one stays in the table.
 
     Raises ValueError for a call on a symbol no callee in ``symbols`` stands for.
     """
     table = np.empty((offsets[-1], 256), dtype=np.int32)
     call_ret = np.full((offsets[-1], len(symbols)), -1, dtype=np.int32)
-    column_of = np.full(len(CALL_SYMBOLS), -1, dtype=np.int64)
-    for column, symbol in enumerate(symbols):
+    column_of = {symbol: column for column, symbol in enumerate(symbols)}
+    narrow_column = np.full(len(CALL_SYMBOLS), -1, dtype=np.int64)
+    for symbol, column in column_of.items():
         if symbol not in WIDE_SYMBOLS:
-            column_of[symbol - _FIRST_SYMBOL] = column
+            narrow_column[symbol - _FIRST_SYMBOL] = column
     unknown = 0
     for block, lo in zip(blocks, offsets):
-        unknown |= place_block(table, _kernel_arrays(block.trans, block.accepting)[0], lo, column_of,
+        unknown |= place_block(table, _kernel_arrays(block.trans, block.accepting)[0], lo, narrow_column,
                                _FIRST_SYMBOL, call_ret)
-    if unknown:
-        missing = [hex(symbol) for j, symbol in enumerate(CALL_SYMBOLS) if unknown >> j & 1]
+    missing = [hex(symbol) for j, symbol in enumerate(CALL_SYMBOLS) if unknown >> j & 1]
+    wide = wide_calls(table)
+    missing += sorted({hex(symbol) for _, symbol, _ in wide if symbol not in column_of})
+    if missing:
         raise ValueError(f"the DFA calls symbols no callee stands for: {', '.join(missing)}")
+    for state, symbol, ret in wide:
+        call_ret[state, column_of[symbol]] = ret
+        table[state, WIDE_CALL] = -1  # (the id bytes after it are then never reached)
     return table, call_ret
 
 
@@ -372,14 +378,6 @@ class PushdownDFA(ByteReader):
         offsets = np.cumsum([0] + [b.num_states for b in blocks]).tolist()
         #: call_ret[s, c]: where the text goes on after a value of callee c called at s (-1: no call).
         table, self.call_ret = _stacked(blocks, offsets, symbols)
-        wide = wide_calls(table)
-        unknown = sorted({hex(symbol) for _, symbol, _ in wide if symbol not in symbols})
-        if unknown:
-            raise ValueError(f"the DFA calls symbols no callee stands for: {', '.join(unknown)}")
-        column_of = {symbol: column for column, symbol in enumerate(symbols)}
-        for state, symbol, ret in wide:
-            self.call_ret[state, column_of[symbol]] = ret
-            table[state, WIDE_CALL] = -1  # symbols are never text (nor is the id byte after it)
         #: The table rows ``[lo, hi)`` of each callee, by its symbol.
         self.blocks = {symbol: (offsets[k + 1], offsets[k + 2]) for k, symbol in enumerate(symbols)}
         #: The start state of each callee, by column of ``call_ret``.
@@ -387,9 +385,7 @@ class PushdownDFA(ByteReader):
         #: >= 0 where a state calls some callee (the guard of the trie walks).
         self.calls = (self.call_ret.max(axis=1) if symbols else np.full(len(table), -1)).astype(np.int32)
         callers, columns = np.nonzero(self.call_ret >= 0)  # by state, then by callee
-        # The symbols are never text (a <0xFF> byte token must not call): _stacked and the
-        # loop above took every move on them out.
-        self.trans = table
+        self.trans = table  # without the call moves (see _stacked)
         self.accepting = np.concatenate([b.accepting for b in blocks])
         for start in self.callee_starts.tolist():
             if self.calls[start] >= 0 or self.accepting[start]:

@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 
 from ...automata._dfa_kernels import counted_copies, gather_rows, steps_to_end, unit_pairs
-from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, _live_states, build_byte_dfa
+from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, _kernel_arrays, _live_states, build_byte_dfa
 from ...automata.dfa_ops import assert_ahead, difference, intersect
 from ...automata.pushdown import CountedCallee, call_marker
 from ...errors import RegexError
@@ -645,8 +645,9 @@ def _content_units(patterns: tuple[str, ...], formats: tuple[str, ...]) -> tuple
                              + [format_dfa(f) for f in formats])
     if content is None:
         raise RegexError("no string meets the patterns and formats together", "", 0)
-    rows, pair_content, pair_unit = unit_pairs(_table(content), int(content.start), _table(unit), int(unit.start),
-                                               np.ascontiguousarray(unit.accepting))
+    unit_table, finished = _kernel_arrays(unit.trans, unit.accepting)
+    rows, pair_content, pair_unit = unit_pairs(_kernel_arrays(content.trans, content.accepting)[0],
+                                               int(content.start), unit_table, int(unit.start), finished)
     ends = pair_unit == unit.start
     return rows, ends, content.accepting[pair_content] & ends
 
@@ -658,11 +659,6 @@ def _units_to_finish(patterns: tuple[str, ...], formats: tuple[str, ...]) -> int
     rows, ends, done = _content_units(patterns, formats)
     return int(steps_to_end(np.ascontiguousarray(rows, dtype=np.int32), ends.astype(np.int64),
                             np.ascontiguousarray(done)).max())
-
-
-def _table(dfa: ByteDFA) -> np.ndarray:
-    """``dfa``'s table in the one layout the kernels are compiled for (C-ordered int32)."""
-    return np.ascontiguousarray(dfa.trans, dtype=np.int32)
 
 
 def _unit_template(unit: ByteDFA) -> np.ndarray:
