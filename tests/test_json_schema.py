@@ -28,7 +28,7 @@ import pytest
 
 from constrain import Compiler, Matcher, SchemaError
 from constrain.grammar.json_schema import UNSATISFIABLE, UNSATISFIABLE_WITHIN_CUTS, JsonSchemaOptions, schema_to_dfa
-from constrain.grammar.json_schema.emit import MAX_GRAPH_ORDER_MEMBERS
+from constrain.grammar.json_schema.emit import MAX_GRAPH_ORDER_MEMBERS, _growing_sets
 from constrain.grammar.json_schema.document import resolve_uri
 from constrain.grammar.json_schema.spec import Spec, absorption_order, copy_spec, merge_orders
 from constrain.testing import bitmask_to_ids, json_schema_instance_text, value_depth
@@ -2096,6 +2096,50 @@ def test_unevaluated_properties_see_the_schema_and_its_expanded_branches():
               "anyOf": [{"properties": {"b": {"type": "string"}}, "required": ["b"]}, {"required": ["a"]}]}
     values = [{"a": 1}, {"b": "x"}, {"a": 1, "b": "x"}, {"c": 1}, {"a": 1, "c": 2}, {"b": "x", "c": 1}, {}]
     assert_agrees(schema, values)
+
+
+def test_unevaluated_properties_see_every_any_of_branch_a_value_meets():
+    # {"foo", "bar", "baz"} meets the first two branches, so both evaluate; branch by branch
+    # it was refused (the test suite's "unevaluatedProperties with anyOf").
+    branches = [{"properties": {name: {"const": name}}, "required": [name]} for name in ("bar", "baz", "quux")]
+    schema = {"properties": {"foo": {"type": "string"}}, "anyOf": branches, "unevaluatedProperties": False}
+    keys = ["foo", "bar", "baz", "quux", "zz"]
+    values = object_candidates(keys, ["foo", "bar", "baz", "quux", 1], max_keys=4)
+    values += [{"foo": "x", "bar": "bar", "baz": "baz", "quux": "quux"}, {"bar": "bar", "quux": "quux"}]
+    assert_agrees(schema, values, min_valid=5, min_invalid=5)
+
+
+def test_unevaluated_items_see_every_any_of_branch_a_value_meets():
+    schema = {"anyOf": [{"prefixItems": [True, {"type": "string"}]}, {"prefixItems": [{"const": 1}]},
+                        {"contains": {"const": 0}, "items": {"type": "integer"}}],
+              "unevaluatedItems": False}
+    values = [[], [1], [1, "a"], ["x", "a"], [2, "a"], [1, "a", 3], [0, 1], [1, 0, 2], ["a"], [1, 2, 3],
+              ["x", "a", 5], [1, "a", "b"], [1, "a", 0], ["a", 2], [1, 2, 0], [{}, "a", None]]
+    assert_agrees(schema, values, min_valid=3, min_invalid=3)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_growing_sets_are_the_sets_no_smaller_set_covers(seed):
+    rng = random.Random(seed)
+    marks = [frozenset(rng.sample(range(6), rng.randint(0, 3))) for _ in range(rng.randint(1, 6))]
+    found = set(_growing_sets(marks, 10_000))
+    for size in range(2, len(marks) + 1):
+        for indices in itertools.combinations(range(len(marks)), size):
+            union = frozenset().union(*(marks[i] for i in indices))
+            smaller_covers = any(frozenset().union(*(marks[k] for k in indices if k != i)) == union for i in indices)
+            assert (indices in found) == (not smaller_covers), (marks, indices)
+
+
+def test_unevaluated_properties_beside_too_many_evaluating_branches():
+    branches = [{"properties": {f"p{i}": {"type": "integer"}}} for i in range(8)]
+    schema = {"anyOf": branches, "unevaluatedProperties": False}
+    with pytest.raises(SchemaError) as info:
+        schema_to_dfa(schema)
+    assert info.value.pointer == "/unevaluatedProperties" and "sets of branches" in str(info.value)
+    relaxed = schema_to_dfa(schema, JsonSchemaOptions(strict=False))
+    assert any("unevaluatedProperties not enforced" in note for note in relaxed.notes)
+    for value in ({"p0": 1, "p5": 2, "p7": 3}, {"p1": 1}, {}):  # an over-approximation: every valid value
+        assert relaxed.automaton.matches(text_of(value).encode())
 
 
 @pytest.mark.parametrize("bad", [3, "[1, 2]", "{not json", None])

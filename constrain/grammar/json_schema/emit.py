@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cached_property, lru_cache, partial
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -548,6 +548,8 @@ class SchemaEmitter:
         spec = _with_presence_groups(spec)
         if spec.any_of:
             group, rest = spec.any_of[0], spec.without(any_of=spec.any_of[1:])
+            if rest.unevaluated_properties or rest.unevaluated_items:
+                return self._any_of_unevaluated(rest, group, chain)
             return _merged_scalars(alt(*(self._branch_tree(rest, group, i, chain) for i in range(len(group.node)))))
         if spec.one_of:
             return self._one_of(spec, chain)
@@ -604,8 +606,42 @@ class SchemaEmitter:
         finally:
             self._merged_references -= reference
 
+    def _any_of_unevaluated(self, rest: Spec, group: Loc, chain: tuple[str, ...]) -> RegexNode:
+        """anyOf under unevaluated*: a value may use the members (items) of *every* branch it
+        meets, so the language is the union, over the non-empty sets S of branches, of
+        ``rest`` merged with all of S.  Branch by branch alone, ``{"foo": 1, "bar": 2}``
+        under ``anyOf: [{properties: {foo}}, {properties: {bar}}]`` and
+        ``unevaluatedProperties: false`` was refused, though it meets both branches.
+
+        A set in which some branch evaluates nothing the others do not is not needed:
+        the same set without that branch evaluates as much and asks less.  So only sets
+        whose every branch adds something are built (:func:`_growing_sets`; none beyond
+        single branches where the branches evaluate the same members, or none at all),
+        at most :data:`MAX_EVALUATING_SETS`; past that the keyword is not exact.
+        """
+        count = len(group.node)
+        merged = [self._branch(rest, group, i, chain) for i in range(count)]
+        base = _evaluated(rest, -1)
+        marks = [_evaluated(branch, i, rest) - base for i, (branch, _) in enumerate(merged)]
+        sets = _growing_sets(marks, MAX_EVALUATING_SETS)
+        if sets is None:
+            loc, keyword = ((rest.unevaluated_properties[0], "unevaluatedProperties") if rest.unevaluated_properties
+                            else (rest.unevaluated_items[0], "unevaluatedItems"))
+            self._not_exact(loc.pointer, keyword, f"the anyOf at {group.pointer or '#'} has more than "
+                            f"{MAX_EVALUATING_SETS} sets of branches that evaluate different members or items")
+            rest = _without_unevaluated(rest)  # an over-approximation: the branches alone, nothing unevaluated
+            return _merged_scalars(alt(*(self._branch_tree(rest, group, i, chain) for i in range(count))))
+        trees = [self._branch_tree(rest, group, i, chain, merged[i]) for i in range(count)]
+        trees += [self.spec_tree(*self._branches(rest, group, indices, chain)) for indices in sets]
+        return _merged_scalars(alt(*trees))
+
     def _branch(self, rest: Spec, group: Loc, index: int, chain: tuple[str, ...]) -> tuple[Spec, tuple[str, ...]]:
-        """Branch ``index`` of the anyOf/oneOf ``group`` merged into ``rest``, its members
+        """Branch ``index`` of the anyOf/oneOf ``group`` merged into ``rest``; see :meth:`_branches`."""
+        return self._branches(rest, group, (index,), chain)
+
+    def _branches(self, rest: Spec, group: Loc, indices: Sequence[int],
+                  chain: tuple[str, ...]) -> tuple[Spec, tuple[str, ...]]:
+        """Branches ``indices`` of the anyOf/oneOf ``group`` merged into ``rest``, their members
         where the combinator stands in the schema (``place_branch``).
 
         Beside its node's ``properties`` a combinator stands where it is written only
@@ -616,13 +652,17 @@ class SchemaEmitter:
         Github_easy o10011) leaves them in the node's order, whatever the order the
         keywords are written in.
         """
-        merged, merged_chain = self._merged(rest, group.child(index), chain)
+        merged, merged_chain = rest, chain
+        for index in indices:
+            merged, merged_chain = self._merged(merged, group.child(index), merged_chain)
         before = rest.listed_before.get(group.key)
         if before is None:
             return merged, merged_chain
         own_after = rest.own_after.get(group.key)
         if own_after:
-            own, _ = self._merged(Spec(), group.child(index), chain)  # what the branch lists, its order
+            own = Spec()  # what the branches list, their order
+            for index in indices:
+                own, _ = self._merged(own, group.child(index), chain)
             if any(name not in rest.properties for name in own.properties):
                 return place_branch(merged, rest, before - own_after, list(own.properties)), merged_chain
         return place_branch(merged, rest, before), merged_chain
@@ -1235,7 +1275,7 @@ class SchemaEmitter:
         rest_locs = spec.rest_items
         if spec.unevaluated_items and not spec.rest_items:
             if spec.contains:
-                self._unenforced(spec.unevaluated_items[0], "unevaluatedItems", "items evaluated by contains vary")
+                self._not_exact(spec.unevaluated_items[0].pointer, "unevaluatedItems", "items evaluated by contains vary")
             else:
                 rest_locs = list(spec.unevaluated_items)  # items past every prefix are the unevaluated ones
         if spec.unique_items is not None and (spec.max_items is None or spec.max_items > 1):
@@ -2849,6 +2889,51 @@ def _matches_patterns(value: Any, spec: Spec) -> bool:
         except SchemaError:  # the build reports the pattern; here it proves nothing
             continue
     return True
+
+
+def _evaluated(spec: Spec, index: int, rest: Spec | None = None) -> frozenset:
+    """What ``spec`` evaluates for unevaluated*: member names, name patterns, all names,
+    item places, all items.  Applicators still pending beyond ``rest``'s (a nested anyOf,
+    an if, a dependent schema: what they evaluate depends on the value) count as a mark of
+    branch ``index`` of its own, so a set is never dropped for what they might add."""
+    marks = {("name", name) for name in spec.properties}
+    marks.update(("pattern", pattern) for rule in spec.key_rules for pattern in rule.patterns)
+    marks.update(("item", k) for k in range(len(spec.prefix_items)))
+    if spec.evaluates_all_keys:
+        marks.add(("all names",))
+    if spec.rest_items:
+        marks.add(("all items",))
+    if rest is not None and any(len(getattr(spec, name)) > len(getattr(rest, name)) for name in _PENDING):
+        marks.add(("pending", index))
+    return frozenset(marks)
+
+
+#: The Spec lists an anyOf branch may leave pending, whose evaluation depends on the value.
+_PENDING = ("any_of", "one_of", "conditionals", "dependencies", "contains", "presence")
+#: unevaluated* beside an anyOf: at most this many sets of two or more branches are built.
+MAX_EVALUATING_SETS = 32
+
+
+def _growing_sets(marks: Sequence[frozenset], limit: int) -> list[tuple[int, ...]] | None:
+    """The sets of two or more branches (by index) in which each branch has a mark no other
+    one has, or None when there are more than ``limit``.  A set's sets are growing too, so
+    the search extends growing sets only."""
+    found: list[tuple[int, ...]] = []
+    frontier = [((i,), marks[i]) for i in range(len(marks)) if marks[i]]
+    while frontier:
+        grown = []
+        for indices, covered in frontier:
+            for j in range(indices[-1] + 1, len(marks)):
+                if marks[j] <= covered:
+                    continue
+                together = indices + (j,)
+                if all(marks[i] - frozenset().union(*(marks[k] for k in together if k != i)) for i in together):
+                    grown.append((together, covered | marks[j]))
+        found.extend(indices for indices, _ in grown)
+        if len(found) > limit:
+            return None
+        frontier = grown
+    return found
 
 
 def _without_unevaluated(spec: Spec) -> Spec:
