@@ -2047,8 +2047,9 @@ def test_masks_match_enumerating_oracle(infos, name, tokenizer_name, whitespace)
     ({"type": "array", "contains": {"const": 1}, "items": {"enum": [1, 2]}, "uniqueItems": True}, "#/uniqueItems",
      "no contains"),
     ({"type": "array", "items": {"enum": [[1], {"a": 2}]}, "uniqueItems": True}, "#/uniqueItems", "few spellings"),
-    ({"type": "object", "properties": {"o": {"allOf": [{"unevaluatedProperties": False}]}}},
-     "#/properties/o/allOf/0/unevaluatedProperties", "unevaluatedProperties"),
+    ({"type": "object", "properties": {"o": {"allOf": [{"anyOf": [{"properties": {"x": {}}}, {"required": ["y"]}],
+                                                         "unevaluatedProperties": False}]}}},
+     "#/properties/o/allOf/0/unevaluatedProperties", "where anyOf evaluate what varies"),
     ({"type": "string", "pattern": "a(b"}, "#/pattern", "a(b"),
     # A pattern with a long maxLength is a counted callee, but its copies before the loop are eager.
     ({"properties": {"d": {"type": "string", "pattern": "^[a-z ]*$", "minLength": 90000, "maxLength": 100000}}},
@@ -2116,6 +2117,35 @@ def test_unevaluated_items_see_every_any_of_branch_a_value_meets():
     values = [[], [1], [1, "a"], ["x", "a"], [2, "a"], [1, "a", 3], [0, 1], [1, 0, 2], ["a"], [1, 2, 3],
               ["x", "a", 5], [1, "a", "b"], [1, "a", 0], ["a", 2], [1, 2, 0], [{}, "a", None]]
     assert_agrees(schema, values, min_valid=3, min_invalid=3)
+
+
+CLOSED_BELOW_THE_ROOT = {
+    # a definition closing itself over its base, reached through $ref
+    "closed definition": {"$defs": {"base": {"properties": {"a": {"type": "integer"}}, "patternProperties": {"^x": {}}},
+                                    "closed": {"allOf": [{"$ref": "#/$defs/base"}], "properties": {"b": {}},
+                                               "unevaluatedProperties": False}},
+                          "properties": {"v": {"$ref": "#/$defs/closed"}, "c": {}}},
+    # it does not see its cousins' members ...
+    "cousins": {"allOf": [{"properties": {"a": True}}, {"unevaluatedProperties": {"type": "integer"}}]},
+    # ... and what it lets through counts as evaluated for the root's
+    "nested true": {"properties": {"a": {"type": "string"}}, "allOf": [{"unevaluatedProperties": True}],
+                    "unevaluatedProperties": False},
+    # two schemas for one member: each sees its own subtree
+    "one member twice": {"properties": {"a": {"properties": {"b": {}}, "unevaluatedProperties": False}},
+                         "anyOf": [{"properties": {"a": {"properties": {"c": {}}}}}]},
+    # items: past the subschema's own prefix
+    "items": {"allOf": [{"prefixItems": [{"type": "integer"}], "unevaluatedItems": {"type": "string"}}],
+              "prefixItems": [True, {"type": "boolean"}]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLOSED_BELOW_THE_ROOT))
+def test_unevaluated_keywords_below_the_root_see_their_own_subtree(name):
+    schema = CLOSED_BELOW_THE_ROOT[name]
+    keys = ["a", "b", "c", "v", "x1", "zz"]
+    members = object_candidates(keys, [1, "s", True, {"a": 1}, {"b": 2}, {"c": 3}, {"b": None, "x2": 0}, {"d": 1}])
+    arrays = [[], [1], [1, True], [1, "s"], [1, True, "s"], [1, True, 2], ["s"], [1, "s", "t"], [True]]
+    assert_agrees(schema, members + arrays, min_valid=3, min_invalid=3)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -2342,7 +2372,7 @@ def test_random_products_with_cuts_accept_no_invalid_value():
 def test_non_strict_lists_unsupported_keywords_and_unknown_formats_are_notes():
     schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "integer"},
                                                         "uniqueItems": True}},
-              "allOf": [{"unevaluatedProperties": False}]}
+              "allOf": [{"anyOf": [{"properties": {"x": {}}}, {}], "unevaluatedProperties": False}]}
     language = schema_to_dfa(schema, JsonSchemaOptions(strict=False))
     notes = " ".join(language.notes)
     assert "uniqueItems" in notes and "/properties/tags" in notes and "unevaluatedProperties" in notes

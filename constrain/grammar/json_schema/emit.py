@@ -208,13 +208,11 @@ class SchemaEmitter:
             return self.any_value()
         if len(locs) > 1:  # the same schema met twice (merged sources both list it) is one constraint
             locs = list({loc.key: loc for loc in locs}.values())
-        walk = SpecWalk(self.doc, list(chain), self.max_recursion)
+        # Several schemas for one value: each one's unevaluated* sees its own subtree only.
+        walk = SpecWalk(self.doc, list(chain), self.max_recursion, rooted=len(locs) == 1)
         spec = Spec(slots=slots)
-        for index, loc in enumerate(locs):
+        for loc in locs:
             spec = walk.absorb(spec, loc, frozenset())
-            if index == 0 and len(locs) > 1 and (spec.unevaluated_properties or spec.unevaluated_items):
-                spec.unsupported.append((loc, "unevaluatedProperties" if spec.unevaluated_properties
-                                         else "unevaluatedItems", "other schemas apply to the same value"))
         key = None
         if len(walk.chain) > len(chain) and walk.chain[-1] in chain:  # entering a recursive reference again
             call = self._recursive_call(locs, slots)

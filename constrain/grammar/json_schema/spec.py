@@ -174,14 +174,21 @@ def spec_of(doc: SchemaDocument, loc: Loc, chain: tuple[str, ...] = (), max_recu
     return spec, tuple(walk.chain)
 
 
+#: SpecWalk.root when no schema is the record's root.
+_NO_ROOT = object()
+
+
 class SpecWalk:
     """One absorption: the reference chain so far and the recursion bound."""
 
-    def __init__(self, doc: SchemaDocument, chain: list[str], max_recursion: int) -> None:
+    def __init__(self, doc: SchemaDocument, chain: list[str], max_recursion: int, rooted: bool = True) -> None:
+        """``rooted=False``: no schema the walk absorbs is the record's root (several
+        schemas apply to one value), so each unevaluated* sees only its own subtree."""
         self.doc = doc
         self.chain = chain
         self.max_recursion = max_recursion
-        self.root: Loc | None = None  # unevaluated* is exact only at the schema the walk started from
+        # unevaluated* sees the whole record only at the schema the walk started from
+        self.root: Loc | None | object = None if rooted else _NO_ROOT
 
     def absorb(self, spec: Spec, loc: Loc, active: frozenset[str]) -> Spec:
         """Merge the constraints of ``loc`` (and its ``$ref``/``allOf``) into ``spec``."""
@@ -214,8 +221,39 @@ class SpecWalk:
                 spec.sources.append(loc)
                 _absorb_keywords(self.doc, spec, loc)
                 if loc is not self.root:
-                    _unevaluated_outside_root(spec, loc)
+                    self._unevaluated_below_root(spec, loc)
         return spec
+
+    def _unevaluated_below_root(self, spec: Spec, loc: Loc) -> None:
+        """unevaluated* below the walk's root sees only its own subschema (``loc``'s subtree).
+
+        At the root, the merged record is exactly the root's subtree (its ``$ref``,
+        ``allOf`` and later its expanded branches), so "evaluated" is what the record
+        lists.  Below it, the record also holds siblings the keyword must not see.  Where
+        the subtree evaluates the same members whatever the value (no ``anyOf``,
+        ``oneOf``, ``if`` or dependent schema in it), the keyword is an
+        ``additionalProperties`` over the subtree's names and patterns: a key rule of the
+        record, after which every member counts as evaluated (what the keyword passes it
+        evaluates).  A definition closing itself (``{"allOf": [{"$ref": base}],
+        "unevaluatedProperties": false}``) reached through a ``$ref`` is the common case.
+        Otherwise, and for items, it is refused.
+        """
+        own = None
+        for keyword, pending in (("unevaluatedProperties", spec.unevaluated_properties),
+                                 ("unevaluatedItems", spec.unevaluated_items)):
+            if keyword not in loc.node:
+                continue
+            closing = loc.child(keyword)
+            pending[:] = [entry for entry in pending if entry.pointer != closing.pointer]
+            own = own or SpecWalk(self.doc, list(self.chain), self.max_recursion).absorb(Spec(), loc, frozenset())
+            varies = _varying_evaluation(own, keyword)
+            if varies:
+                spec.unsupported.append((loc, keyword, f"inside a branch or a reference it sees only its own "
+                                                       f"subschema, where {varies} evaluate what varies"))
+            elif keyword == "unevaluatedProperties":
+                _close_members(spec, own, closing)
+            else:
+                _close_items(spec, own, closing)
 
     def follow(self, spec: Spec, loc: Loc, keyword: str, active: frozenset[str]) -> Spec:
         target = self.doc.resolve(loc, loc.node[keyword], keyword)
@@ -283,19 +321,37 @@ def _written_before(node: dict, first: str, second: str) -> bool:
     return second in node and keys.index(first) < keys.index(second)
 
 
-def _unevaluated_outside_root(spec: Spec, loc: Loc) -> None:
-    """unevaluated* below the walk's root sees only its own subschema: refuse it there.
+def _varying_evaluation(own: Spec, keyword: str) -> str:
+    """The applicators in a subschema's record whose evaluation depends on the value
+    (for ``keyword``), named for an error; empty when there are none."""
+    found = [name for name, pending in (("anyOf", own.any_of), ("oneOf", own.one_of), ("if", own.conditionals))
+             if pending]
+    if any(not isinstance(loc.node[word][key], list) for loc, key, word in own.dependencies):
+        found.append("dependentSchemas")
+    if keyword == "unevaluatedItems" and own.contains:
+        found.append("contains")
+    return ", ".join(found)
 
-    At the root, the merged record is exactly the root's subtree (its ``$ref``,
-    ``allOf`` and later its expanded branches), so "evaluated" is what the record
-    lists; a keyword inside a branch or a referenced schema would wrongly see its
-    siblings' properties.
-    """
-    for keyword, pending in (("unevaluatedProperties", spec.unevaluated_properties),
-                             ("unevaluatedItems", spec.unevaluated_items)):
-        if keyword in loc.node:
-            pending[:] = [entry for entry in pending if entry.pointer != loc.pointer + "/" + keyword]
-            spec.unsupported.append((loc, keyword, "inside a branch or a reference it sees only its own subschema"))
+
+def _close_members(spec: Spec, own: Spec, closing: Loc) -> None:
+    """A subschema's unevaluatedProperties (``closing``) in the record ``spec``: members its
+    own record ``own`` neither lists nor pattern-matches meet it; then all are evaluated."""
+    if own.evaluates_all_keys:
+        return  # nothing is left to it
+    if closing.node is not True and closing.node != {}:
+        patterns = tuple(pattern for rule in own.key_rules for pattern in rule.patterns)
+        spec.key_rules.append(KeyRule(frozenset(own.properties), patterns, closing))
+    spec.evaluates_all_keys = True
+
+
+def _close_items(spec: Spec, own: Spec, closing: Loc) -> None:
+    """A subschema's unevaluatedItems (``closing``) in the record ``spec``: items past its
+    own record's prefix meet it, and then every item is evaluated (``rest_items``)."""
+    if own.rest_items:
+        return  # nothing is left to it
+    for slot in spec.prefix_items[len(own.prefix_items):]:
+        slot.append(closing)
+    spec.rest_items.append(closing)
 
 
 def _absorb_type(spec: Spec, loc: Loc) -> None:
