@@ -2148,6 +2148,53 @@ def test_unevaluated_keywords_below_the_root_see_their_own_subtree(name):
     assert_agrees(schema, members + arrays, min_valid=3, min_invalid=3)
 
 
+def _evaluating_schema(rng: random.Random, depth: int) -> dict:
+    """A random object schema mixing the keywords that evaluate members with
+    unevaluatedProperties at any level (the root, branches, conditions, definitions)."""
+    node: dict = {}
+    if rng.random() < 0.5:
+        node["properties"] = {k: rng.choice([True, {"type": "integer"}, {"type": "string"}, {"const": 1}])
+                              for k in rng.sample("abcd", rng.randint(1, 2))}
+    if rng.random() < 0.2:
+        node["patternProperties"] = {"^x": rng.choice([True, {"type": "integer"}])}
+    if rng.random() < 0.15:
+        node["additionalProperties"] = rng.choice([False, True, {"type": "integer"}])
+    if rng.random() < 0.3:
+        node["required"] = rng.sample("abcd", 1)
+    if depth > 0:
+        for word in ("allOf", "anyOf", "oneOf"):
+            if rng.random() < 0.3:
+                node[word] = [_evaluating_schema(rng, depth - 1) for _ in range(rng.randint(1, 3))]
+        if rng.random() < 0.15:
+            node["if"], node["then"] = _evaluating_schema(rng, depth - 1), _evaluating_schema(rng, depth - 1)
+        if rng.random() < 0.2:
+            node["$ref"] = f"#/$defs/d{rng.randint(0, 1)}"
+    if rng.random() < 0.4:
+        node["unevaluatedProperties"] = rng.choice([False, True, {"type": "integer"}, {"type": "string"}])
+    return node
+
+
+def test_unevaluated_properties_agree_with_jsonschema_on_random_schemas():
+    """Where such a schema compiles (one whose evaluation varies below the root is
+    refused), its language is exact: an instance is accepted in some key order iff it is
+    valid (inside products one order is kept, so every order is tried)."""
+    rng = random.Random(37)
+    checked = 0
+    for _ in range(60):
+        schema = _evaluating_schema(rng, 2) | {"$defs": {"d0": _evaluating_schema(rng, 0), "d1": _evaluating_schema(rng, 0)}}
+        try:
+            automaton = schema_to_dfa(schema, JsonSchemaOptions(property_order="any")).automaton
+        except SchemaError:
+            continue
+        validator = jsonschema.Draft202012Validator(schema)
+        for _ in range(30):
+            instance = {k: rng.choice([1, "s", 2.5, None]) for k in rng.sample(["a", "b", "c", "d", "x1", "z"], rng.randint(0, 4))}
+            orders = [json.dumps(dict(order)).encode() for order in itertools.permutations(instance.items())]
+            assert any(map(automaton.matches, orders)) == validator.is_valid(instance), (schema, instance)
+            checked += 1
+    assert checked >= 900
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_growing_sets_are_the_sets_no_smaller_set_covers(seed):
     rng = random.Random(seed)

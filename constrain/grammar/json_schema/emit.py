@@ -2895,7 +2895,7 @@ def _evaluated(spec: Spec, index: int, rest: Spec | None = None) -> frozenset:
     an if, a dependent schema: what they evaluate depends on the value) count as a mark of
     branch ``index`` of its own, so a set is never dropped for what they might add."""
     marks = {("name", name) for name in spec.properties}
-    marks.update(("pattern", pattern) for rule in spec.key_rules for pattern in rule.patterns)
+    marks.update(("pattern", pattern) for rule in spec.key_rules for pattern, _ in rule.patterns)
     marks.update(("item", k) for k in range(len(spec.prefix_items)))
     if spec.evaluates_all_keys:
         marks.add(("all names",))
