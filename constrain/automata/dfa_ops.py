@@ -150,19 +150,30 @@ def widen_any_suffix(dfa: ByteDFA) -> ByteDFA:
 
 
 def _universal_as_mark(dfa: ByteDFA) -> ByteDFA:
-    """``dfa`` with its universal state (as :func:`widen_any_suffix` makes it: accepting,
-    every byte but the mark back to itself) replaced by an :data:`ANY_SUFFIX` cut again,
-    so the language stays a small prefix automaton wherever it is embedded."""
+    """``dfa`` with its universal states replaced by :data:`ANY_SUFFIX` cuts again, so the
+    language stays a small prefix automaton wherever it is embedded.
+
+    Universal are the state :func:`widen_any_suffix` makes (accepting, every byte but the
+    mark back to itself) and every accepting state whose moves all lead to universal
+    ones: a product pairs two marked states into one whose every byte goes to the pair
+    of universal states.  Kept as it was, such a state moved on every byte, call symbols
+    included, and the product seemed to call callees no side had."""
     rows = np.delete(dfa.trans, ANY_SUFFIX, axis=1)
-    loops = (rows == np.arange(dfa.num_states)[:, None]).all(axis=1) & dfa.accepting
-    if not loops.any():
+    universal = (rows == np.arange(dfa.num_states)[:, None]).all(axis=1) & dfa.accepting
+    if not universal.any():
         return dfa
-    universal = int(np.flatnonzero(loops)[0])
-    mark, end = dfa.num_states, dfa.num_states + 1
-    trans = np.vstack([np.where(dfa.trans == universal, mark, dfa.trans), np.full((2, 256), -1, dtype=np.int32)])
-    trans[mark, ANY_SUFFIX] = end
-    accepting = np.append(dfa.accepting, [False, True])
-    cut = dfa_from_table(trans, accepting, mark if dfa.start == universal else dfa.start)
+    while True:  # the greatest set: states whose every move stays in it
+        grown = universal | (dfa.accepting & (rows >= 0).all(axis=1)
+                             & universal[np.maximum(rows, 0)].all(axis=1))
+        if (grown == universal).all():
+            break
+        universal = grown
+    end = dfa.num_states
+    trans = np.vstack([dfa.trans, np.full((1, 256), -1, dtype=np.int32)])
+    trans[:end][universal] = -1
+    trans[:end][universal, ANY_SUFFIX] = end
+    accepting = np.append(dfa.accepting, True)
+    cut = dfa_from_table(trans, accepting, dfa.start)
     assert cut is not None
     return cut
 

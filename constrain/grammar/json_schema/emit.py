@@ -541,6 +541,8 @@ class SchemaEmitter:
                 self._note_cut(chain)
             return NOTHING
         self._check_unsupported(spec)
+        if spec.operands:
+            return self._with_operand(spec, chain)
         if spec.enums:
             return self._enum_tree(spec)
         spec = _with_presence_groups(spec)
@@ -895,6 +897,24 @@ class SchemaEmitter:
         present = copy_spec(base)
         present.require([key])
         return alt(self.spec_tree(absent, chain), self._merged_tree(present, loc.child(keyword, key), chain))
+
+    def _with_operand(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
+        """The record less its first operand, intersected with that operand as a record of
+        its own (rooted there, so its unevaluated* sees exactly its subtree): a product,
+        whose member positions the operand fixes (``shared_slots``)."""
+        base = spec.without(operands=spec.operands[1:])
+        walk = SpecWalk(self.doc, list(chain), self.max_recursion)
+        own = walk.absorb(Spec(), spec.operands[0], frozenset())
+        own_chain = tuple(walk.chain)
+        slots = shared_slots(self.doc, base, [(own, own_chain)], self.max_recursion)
+        base, own = base.without(slots=slots), own.without(slots=slots)
+        with self.numbers_spelled(PLAIN):
+            kept = self.spec_tree(base, chain)
+            met = self.spec_tree(own, own_chain) if kept is not NOTHING else NOTHING
+        if met is NOTHING:
+            return NOTHING
+        both = intersect(self._plain(self._dfa(kept), self.over), self._plain(self._dfa(met), self.over))
+        return NOTHING if both is None else Automaton(both)
 
     def _minus(self, tree: RegexNode, removed: RegexNode) -> RegexNode:
         if tree is NOTHING or removed is NOTHING:
@@ -1270,10 +1290,10 @@ class SchemaEmitter:
         return names if names is not None else _NO_NAMES
 
     def _array_tree(self, spec: Spec, chain: tuple[str, ...]) -> RegexNode:
-        rest_locs = spec.rest_items
-        if spec.unevaluated_items and not spec.rest_items:
+        rest_locs, unevaluated = spec.rest_items, []
+        if spec.unevaluated_items and not spec.rest_items and not spec.evaluates_all_items:
             if spec.contains:
-                self._not_exact(spec.unevaluated_items[0].pointer, "unevaluatedItems", "items evaluated by contains vary")
+                unevaluated = list(spec.unevaluated_items)  # for items past the prefix that contains misses
             else:
                 rest_locs = list(spec.unevaluated_items)  # items past every prefix are the unevaluated ones
         if spec.unique_items is not None and (spec.max_items is None or spec.max_items > 1):
@@ -1288,8 +1308,8 @@ class SchemaEmitter:
                              "prefixItems, where a call may stand)")
         if spec.contains:
             if len(spec.contains) > 1:
-                self._unenforced(spec.contains[1][0], "contains", "only one contains per array is supported")
-            prefix, rest, contains = self._contained_items(spec, rest_locs, chain)
+                self._not_exact(spec.contains[1][0].pointer, "contains", "only one contains per array is supported")
+            prefix, rest, contains = self._contained_items(spec, rest_locs, chain, unevaluated)
         else:
             slots = spec.slots.items or NO_SLOTS
             prefix = [self.value_of(locs, chain, slots) for locs in spec.prefix_items]
@@ -1404,10 +1424,14 @@ class SchemaEmitter:
         taken = set(self._callee_symbols.values())
         return sum(symbol not in taken for symbol in COUNTED_SYMBOLS[max(len(self.counted), self._long_count):])
 
-    def _contained_items(self, spec: Spec, rest_locs: list[Loc], chain: tuple[str, ...]):
+    def _contained_items(self, spec: Spec, rest_locs: list[Loc], chain: tuple[str, ...], unevaluated: list[Loc] = ()):
         """Prefix items, rest items and the ``contains`` count (automaton, low, high): items
         are split by ``contains`` (intersected, subtracted), so they are product operands,
-        written with ``contains``'s member order and number spellings."""
+        written with ``contains``'s member order and number spellings.
+
+        ``unevaluated``: the record's unevaluatedItems where no items keyword covers the
+        rest.  ``contains`` evaluates the items it matches, so a rest item either matches
+        it or meets those: the rest is intersected with the union of the two."""
         loc, low, high = spec.contains[0]
         fixed = spec.slots.items or NO_SLOTS
         slots = shared_slots(self.doc, Spec(slots=fixed), [self._merged(Spec(slots=fixed), loc, chain)],
@@ -1422,6 +1446,12 @@ class SchemaEmitter:
                 with self._taken_away():
                     flipped = self._dfa(self.value_of([loc], chain, slots))
             hit, miss = self._plain(built, self.over), self._taken(flipped)
+        if unevaluated and rest is not NOTHING:
+            with self.numbers_spelled(PLAIN):
+                closing = self._plain(self._dfa(self.value_of(unevaluated, chain, slots)), self.over)
+            allowed = hit if closing is None else closing if hit is None else union(hit, closing)
+            kept = None if allowed is None else intersect(self._dfa(rest), allowed)
+            rest = NOTHING if kept is None else Automaton(kept)
         return prefix, rest, (hit, miss, low, high)
 
     # -- enum / const -------------------------------------------------------------------
@@ -2899,7 +2929,7 @@ def _evaluated(spec: Spec, index: int, rest: Spec | None = None) -> frozenset:
     marks.update(("item", k) for k in range(len(spec.prefix_items)))
     if spec.evaluates_all_keys:
         marks.add(("all names",))
-    if spec.rest_items:
+    if spec.rest_items or spec.evaluates_all_items:
         marks.add(("all items",))
     if rest is not None and any(len(getattr(spec, name)) > len(getattr(rest, name)) for name in _PENDING):
         marks.add(("pending", index))

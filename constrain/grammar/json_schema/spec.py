@@ -127,11 +127,15 @@ class Spec:
     conditionals: list[Loc] = field(default_factory=list)  # schemas holding if/then/else
     dependencies: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, key, keyword)
     unsupported: list[tuple[Loc, str, str]] = field(default_factory=list)  # (loc, keyword, why)
+    # Subschemas the value must also meet as records of their own: an unevaluated* below
+    # the root whose subtree evaluates what varies sees that subtree only (emit: a product).
+    operands: list[Loc] = field(default_factory=list)
     # unevaluated*: applied at emission, once every applicator has been merged or expanded
     # into this record, so "evaluated" is exactly what the merged record lists.
     unevaluated_properties: list[Loc] = field(default_factory=list)
     unevaluated_items: list[Loc] = field(default_factory=list)
     evaluates_all_keys: bool = False  # some merged source has additionalProperties (even true)
+    evaluates_all_items: bool = False  # a subschema's unevaluatedItems (an operand) evaluated them
     slots: Slots = NO_SLOTS  # member positions shared with other operands (see slots.py)
     impossible: bool = False
     depth_limited: bool = False  # impossible only because recursion was unrolled to its bound
@@ -236,7 +240,9 @@ class SpecWalk:
         record, after which every member counts as evaluated (what the keyword passes it
         evaluates).  A definition closing itself (``{"allOf": [{"$ref": base}],
         "unevaluatedProperties": false}``) reached through a ``$ref`` is the common case.
-        Otherwise, and for items, it is refused.
+        Otherwise the subschema is an operand of its own (``operands``): the value meets
+        it as a record rooted there, where the keyword is exact, and the emitter
+        intersects the two languages.
         """
         own = None
         for keyword, pending in (("unevaluatedProperties", spec.unevaluated_properties),
@@ -246,10 +252,14 @@ class SpecWalk:
             closing = loc.child(keyword)
             pending[:] = [entry for entry in pending if entry.pointer != closing.pointer]
             own = own or SpecWalk(self.doc, list(self.chain), self.max_recursion).absorb(Spec(), loc, frozenset())
-            varies = _varying_evaluation(own, keyword)
-            if varies:
-                spec.unsupported.append((loc, keyword, f"inside a branch or a reference it sees only its own "
-                                                       f"subschema, where {varies} evaluate what varies"))
+            if _varying_evaluation(own, keyword):
+                # Where the operand holds, its keyword has evaluated every member (item) it left.
+                if loc not in spec.operands:
+                    spec.operands.append(loc)
+                if keyword == "unevaluatedProperties":
+                    spec.evaluates_all_keys = True
+                else:
+                    spec.evaluates_all_items = True
             elif keyword == "unevaluatedProperties":
                 _close_members(spec, own, closing)
             else:
@@ -710,7 +720,7 @@ def copy_spec(spec: Spec) -> Spec:
         multiples=list(spec.multiples), any_of=list(spec.any_of), one_of=list(spec.one_of), nots=list(spec.nots),
         listed_before=dict(spec.listed_before), own_after=dict(spec.own_after),
         conditionals=list(spec.conditionals), dependencies=list(spec.dependencies),
-        unsupported=list(spec.unsupported), presence=list(spec.presence),
+        unsupported=list(spec.unsupported), presence=list(spec.presence), operands=list(spec.operands),
     )
 
 
