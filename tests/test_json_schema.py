@@ -2205,6 +2205,45 @@ def test_unevaluated_items_beside_contains_take_what_contains_misses(schema):
     assert_agrees(schema, values, min_valid=5, min_invalid=5)
 
 
+_TREE = {"$id": "https://example.com/tree", "$dynamicAnchor": "node", "type": "object",
+         "properties": {"data": True, "children": {"type": "array", "items": {"$dynamicRef": "#node"}}}}
+DYNAMIC_REFERENCES = {
+    # the extension pattern: the root's anchor is the outermost of every path's scope
+    "strict tree": {"$id": "https://example.com/strict-tree", "$dynamicAnchor": "node", "$ref": "tree",
+                    "unevaluatedProperties": False, "$defs": {"tree": _TREE}},
+    # no extension: the only resource with the anchor
+    "plain tree": _TREE,
+    # the target has no dynamic anchor of the fragment's name: a $ref
+    "as $ref": {"$defs": {"a": {"$anchor": "n", "type": "integer"}, "b": {"$dynamicAnchor": "n", "type": "string"}},
+                "properties": {"data": {"$dynamicRef": "#/$defs/a"}, "children": {"$dynamicRef": "#n"}}},
+    # 2019-09: $recursiveRef with $recursiveAnchor at the root
+    "recursive": {"$schema": "https://json-schema.org/draft/2019-09/schema", "$id": "https://example.com/r",
+                  "$recursiveAnchor": True, "$ref": "base", "properties": {"data": {"type": "integer"}},
+                  "$defs": {"base": {"$id": "base", "$recursiveAnchor": True, "type": "object",
+                                     "properties": {"children": {"type": "array", "items": {"$recursiveRef": "#"}}}}}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(DYNAMIC_REFERENCES))
+def test_dynamic_references_the_value_path_cannot_change(name):
+    schema = DYNAMIC_REFERENCES[name]
+    leaves = [{}, {"data": 1}, {"data": "s"}, {"extra": 1}, {"children": []}, {"children": [1]}, {"children": "x"}, 3]
+    values = leaves + [{"children": [leaf]} for leaf in leaves] + [{"children": [{"children": [leaf]}]} for leaf in leaves]
+    assert_agrees(schema, values, min_valid=3, min_invalid=3)
+
+
+def test_dynamic_references_whose_target_depends_on_the_path_are_refused():
+    anchor = {"$dynamicAnchor": "t", "type": "integer"}
+    schema = {"$defs": {"one": {"$id": "one", "$defs": {"t": anchor}, "$ref": "list"},
+                        "two": {"$id": "two", "$defs": {"t": {"$dynamicAnchor": "t", "type": "string"}}, "$ref": "list"},
+                        "list": {"$id": "list", "$defs": {"t": {"$dynamicAnchor": "t"}},
+                                 "items": {"$dynamicRef": "#t"}}},
+              "properties": {"a": {"$ref": "one"}, "b": {"$ref": "two"}}}
+    with pytest.raises(SchemaError) as info:
+        schema_to_dfa(schema)
+    assert info.value.pointer.endswith("/items/$dynamicRef") and "the value's path enters first" in str(info.value)
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_growing_sets_are_the_sets_no_smaller_set_covers(seed):
     rng = random.Random(seed)

@@ -195,6 +195,10 @@ class SchemaDocument:
         self.root = root
         self.draft = _draft_of(root)
         self.index: dict[str, Loc] = {}
+        #: Every ``$dynamicAnchor`` by name, and the resources whose root says
+        #: ``$recursiveAnchor: true``: where dynamic references may land.
+        self.dynamic_anchors: dict[str, list[Loc]] = {}
+        self.recursive_anchors: list[Loc] = []
         #: What the compile should say: keywords ignored because their draft does not
         #: define them, references resolved against the root instead of their base.
         self.notes: list[str] = []
@@ -211,7 +215,52 @@ class SchemaDocument:
             self._register(loc, is_root=True)
 
     def resolve(self, loc: Loc, ref: str, keyword: str = "$ref") -> Loc:
-        """The sub-schema a reference found at ``loc`` points to."""
+        """The sub-schema a reference found at ``loc`` points to (dynamic references as
+        :meth:`_resolve_dynamic` and :meth:`_resolve_recursive` settle them)."""
+        if keyword == "$dynamicRef":
+            return self._resolve_dynamic(loc, ref)
+        if keyword == "$recursiveRef":
+            return self._resolve_recursive(loc, ref)
+        return self._resolve_static(loc, ref, keyword)
+
+    def _resolve_dynamic(self, loc: Loc, ref: str) -> Loc:
+        """A ``$dynamicRef``, where the value's dynamic scope cannot change its target.
+
+        It lands where ``$ref`` would, unless that is a ``$dynamicAnchor`` of the
+        fragment's name: then on the outermost schema resource in the dynamic scope with
+        such an anchor.  Every evaluation starts at the document root, so the root's
+        resource is the outermost of every scope: where it holds the anchor, that is the
+        target, whatever the path.  Where one resource alone holds it, the target is
+        that one too.  Otherwise the target depends on the path that reached the
+        reference, which the grammar does not follow: refused.
+        """
+        initial = self._resolve_static(loc, ref, "$dynamicRef")
+        fragment = split_fragment(resolve_uri(loc.base, ref))[1]
+        if not isinstance(initial.node, dict) or initial.node.get("$dynamicAnchor") != fragment:
+            return initial  # behaves as $ref
+        return self._outermost(loc, self.dynamic_anchors.get(fragment, []), initial, "$dynamicRef",
+                               f"$dynamicAnchor {fragment!r}")
+
+    def _resolve_recursive(self, loc: Loc, ref: str) -> Loc:
+        """A 2019-09 ``$recursiveRef`` (always ``"#"``): the resource root it names, or where
+        that root says ``$recursiveAnchor: true``, the outermost resource in the dynamic
+        scope whose root says so; settled as :meth:`_resolve_dynamic` settles its case."""
+        initial = self._resolve_static(loc, ref, "$recursiveRef")
+        if not isinstance(initial.node, dict) or initial.node.get("$recursiveAnchor") is not True:
+            return initial
+        return self._outermost(loc, self.recursive_anchors, initial, "$recursiveRef", "$recursiveAnchor")
+
+    def _outermost(self, loc: Loc, anchors: list[Loc], initial: Loc, keyword: str, what: str) -> Loc:
+        at_root = [anchor for anchor in anchors if anchor.base == self.root_loc.base]
+        if at_root:
+            return at_root[0]
+        if len({anchor.base for anchor in anchors}) <= 1:
+            return initial
+        raise loc.error(f"{keyword} {loc.node[keyword]!r} resolves to whichever of the {len(anchors)} resources with "
+                        f"a {what} the value's path enters first, which the grammar does not track", keyword)
+
+    def _resolve_static(self, loc: Loc, ref: str, keyword: str) -> Loc:
+        """The sub-schema a reference found at ``loc`` names by its URI."""
         if not isinstance(ref, str):
             raise loc.error(f"{keyword} must be a string", keyword)
         target = resolve_uri(loc.base, ref)
@@ -268,9 +317,13 @@ class SchemaDocument:
             self.notes.append(f"{loc.pointer or '#'}/{keyword}: not a keyword of {_DRAFT_NAMES[loc.draft]} "
                                 "(the schema's $schema), so it is ignored, as that draft's validators do")
         self.index.setdefault(loc.base + "#", loc) if (is_root or _declares_id(node)) else None
-        anchor = node.get("$anchor") or node.get("$dynamicAnchor")
-        if isinstance(anchor, str):
-            self.index.setdefault(loc.base + "#" + anchor, loc)
+        for anchor in (node.get("$anchor"), node.get("$dynamicAnchor")):  # a dynamic anchor is an anchor too
+            if isinstance(anchor, str):
+                self.index.setdefault(loc.base + "#" + anchor, loc)
+        if isinstance(node.get("$dynamicAnchor"), str):
+            self.dynamic_anchors.setdefault(node["$dynamicAnchor"], []).append(loc)
+        if node.get("$recursiveAnchor") is True and (is_root or _declares_id(node)):
+            self.recursive_anchors.append(loc)
         ident = node.get("$id") if isinstance(node.get("$id"), str) else node.get("id")
         if isinstance(ident, str) and ident.startswith("#") and len(ident) > 1:  # draft-4/6/7 plain-name ids
             self.index.setdefault(resolve_uri(loc.base, ident), loc)

@@ -206,8 +206,8 @@ class SpecWalk:
             raise loc.error(f"a schema must be an object or a boolean, got {type(node).__name__}")
         if self.root is None and not spec.sources:
             self.root = loc  # a fresh record: this schema's subtree is all it will hold
-        if "$dynamicRef" in node:
-            spec.unsupported.append((loc, "$dynamicRef", "dynamic scopes are resolved at validation time"))
+        if "$dynamicRef" in node and "$ref" in node:
+            spec.unsupported.append((loc, "$dynamicRef", "beside $ref in one schema"))
         keyword = ref_keyword(node)
         if keyword is not None and self.doc.draft <= 7:
             return self.follow(spec, loc, keyword, active)  # before 2019-09, $ref overrides its siblings
@@ -359,6 +359,8 @@ def _close_items(spec: Spec, own: Spec, closing: Loc) -> None:
     own record's prefix meet it, and then every item is evaluated (``rest_items``)."""
     if own.rest_items:
         return  # nothing is left to it
+    while len(spec.prefix_items) < len(own.prefix_items):  # its prefix, before the record has read all of it
+        spec.prefix_items.append(list(spec.rest_items))
     for slot in spec.prefix_items[len(own.prefix_items):]:
         slot.append(closing)
     spec.rest_items.append(closing)
@@ -405,8 +407,9 @@ def _tighten_counts(spec: Spec, loc: Loc, what: str, low_keyword: str, high_keyw
 
 
 def ref_keyword(node: dict) -> str | None:
-    """The reference keyword a schema object uses, if any (``$ref`` wins over ``$recursiveRef``)."""
-    return next((k for k in ("$ref", "$recursiveRef") if k in node), None)
+    """The reference keyword a schema object uses, if any (``$ref`` first; dynamic ones are
+    resolved where the value's path cannot change them, :meth:`SchemaDocument.resolve`)."""
+    return next((k for k in ("$ref", "$recursiveRef", "$dynamicRef") if k in node), None)
 
 
 def absorption_order(node: dict) -> list[str]:
