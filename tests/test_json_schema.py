@@ -29,6 +29,8 @@ import pytest
 from constrain import Compiler, Matcher, SchemaError
 from constrain.grammar.json_schema import UNSATISFIABLE, UNSATISFIABLE_WITHIN_CUTS, JsonSchemaOptions, schema_to_dfa
 from constrain.grammar.json_schema.emit import MAX_GRAPH_ORDER_MEMBERS, _growing_sets
+from constrain.grammar.json_schema.formats import FORMATS
+from constrain.automata.byte_dfa import build_byte_dfa
 from constrain.grammar.json_schema.document import resolve_uri
 from constrain.grammar.json_schema.spec import Spec, absorption_order, copy_spec, merge_orders
 from constrain.testing import bitmask_to_ids, json_schema_instance_text, value_depth
@@ -1660,6 +1662,40 @@ HAND_FORMATS = {
                  "1D": False, "P1H": False, "P1DT": False, "P1Y2D": False, "PT1H2S": False, "P1Y2M": True,
                  "PT1M2S": True, "P1M3D": True},
 }
+
+
+REGEXES = {  # the format's subset refuses what ECMA-262 or Python's re refuses, and some valid ones
+    "^/api/(.*)$": True, "[a-z0-9_-]+": True, r"\d{4}-\d{2}": True, "(a|b)*c?": True, "a|": True, "()": True,
+    "[^a]": True, r"\bword\b": True, "(?:x)+?": True, "a{0}": True, "a{1,10}": True, "[-a]": True, r"[\]]": True,
+    r"\/": True, "((((a))))": True, "x.y": True, "é+": True,
+    "[": False, "(": False, ")": False, "a**": False, "*a": False, "a{2,1}": False, "[z-a]": False, "[^]": False,
+    "a\\": False, "a*+": False, r"\p{L}": False, "(?<n>a)": False, "(?P<n>a)": False, r"(a)\1": False, "^*": False,
+    "(((((a)))))": False, "(?<=a)b": False, "a{,5}": False, "a]": False, "x{": False, r"\q": False,
+    "a{999999999}": True, "a{9999999999}": False,  # Python's re takes counts below 2**32 - 1
+    "[1-9][0-9]*": True, "[a-fA-F0-7]": True, "[x-z]": False,  # ranges from 0, 1, a or A only
+}
+
+
+def test_regex_format_is_a_nested_subset_of_the_syntax_ecma_and_python_share():
+    dfa = dfa_for({"type": "string", "format": "regex"})
+    wrong = [(s, want) for s, want in REGEXES.items() if dfa.matches(text_of(s).encode()) != want]
+    assert not wrong, wrong
+
+
+def test_regex_format_texts_all_compile():
+    """Random texts of the format's language, walked byte by byte: Python's re compiles each."""
+    dfa = build_byte_dfa(FORMATS["regex"])
+    rows, rng, texts = dfa.trans.tolist(), random.Random(5), set()
+    while len(texts) < 400:
+        state, text = dfa.start, bytearray()
+        while len(text) < 30 and not (dfa.accepting[state] and rng.random() < 0.15):
+            byte = rng.choice([b for b in range(256) if rows[state][b] >= 0])
+            text.append(byte)
+            state = rows[state][byte]
+        if dfa.accepting[state]:
+            texts.add(text.decode())
+    for text in texts:
+        re.compile(text)  # raises on a text the format should not hold
 
 
 @pytest.mark.parametrize("fmt, text", [("time", "23:59:60+01:00"), ("date-time", "2024-12-31T12:59:60Z")])
