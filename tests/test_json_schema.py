@@ -1682,6 +1682,20 @@ def test_regex_format_is_a_nested_subset_of_the_syntax_ecma_and_python_share():
     assert not wrong, wrong
 
 
+@pytest.mark.parametrize("fmt", ["idn-hostname", "idn-email"])
+def test_idn_formats_take_ascii_names_and_never_an_invalid_one(fmt):
+    """IDNA 2008 is not regular to check: the formats are their ASCII counterparts, stricter
+    (a U-label is refused) but never accepting what ``idna`` (jsonschema's checker) refuses."""
+    schema = {"type": "string", "format": fmt}
+    hosts = ["example.com", "EXAMPLE.com", "a-b.c", "a", "123", "xn--abc", "a_b", "ex--ample.com", "-a.com", "a..b",
+             "실례.테스트", "ÖBB.at", "a" * 64, ".".join(["a" * 63] * 4), "a.b."]
+    texts = hosts if fmt == "idn-hostname" else [f"user@{h}" for h in hosts] + ["a.b@c", "no-at", "@x.y", "실례@x.y"]
+    dfa = dfa_for(schema)
+    accepted = {t for t in texts if dfa.matches(text_of(t).encode())}
+    assert accepted and all(is_valid(schema, t) for t in accepted), [t for t in accepted if not is_valid(schema, t)]
+    assert {"example.com", "a-b.c"} <= {t.split("@")[-1] for t in accepted}
+
+
 def test_regex_format_texts_all_compile():
     """Random texts of the format's language, walked byte by byte: Python's re compiles each."""
     dfa = build_byte_dfa(FORMATS["regex"])

@@ -132,18 +132,20 @@ _SOURCES: dict[str, str] = {
     "uri-template": _URI_TEMPLATE,
     "relative-json-pointer": rf"(?:0|[1-9]\d*)(?:#|{_JSON_POINTER})",
     "regex": _regex_source(_REGEX_DEPTH),
+    # IDNA 2008 (contextual rules, bidi) is not regular to check: ASCII names only, which
+    # are valid IDN names wherever they are valid names (A-labels are refused above).
+    "idn-hostname": _HOSTNAME,
+    "idn-email": _EMAIL,
 }
 
 # Formats the spec defines that no regular language checks exactly: refused in strict mode.
 UNENFORCEABLE_FORMATS: dict[str, str] = {
-    "idn-hostname": "IDNA 2008 rules (contextual characters, bidi) are not checked",
-    "idn-email": "IDNA 2008 rules for the domain are not checked",
 }
 
 #: Lengths a format's text may not pass, in characters (RFC 1123 section 2.1: a host name is
 #: at most 253 characters, with its labels of at most 63 each): a bound beside the
 #: language, so it is counted like ``maxLength`` (a counted callee, not 253 eager copies).
-FORMAT_MAX_LENGTH: dict[str, int] = {"hostname": 253}
+FORMAT_MAX_LENGTH: dict[str, int] = {"hostname": 253, "idn-hostname": 253}
 
 FORMAT_NOTES: dict[str, str] = {
     "time": "a leap second (:60) only as 23:59:60 with a zero offset",
@@ -153,6 +155,8 @@ FORMAT_NOTES: dict[str, str] = {
     "iri": "ASCII URIs only (no non-ASCII characters)",
     "uri-template": "an apostrophe is allowed in literals (RFC 6570 leaves it out; the official test suite allows it)",
     "iri-reference": "ASCII URI references only",
+    "idn-hostname": "ASCII host names only (IDNA 2008 U-labels are refused, as are A-labels)",
+    "idn-email": "ASCII addresses only, as email (IDNA 2008 U-labels are refused)",
     "regex": (f"the syntax ECMA-262 and Python's re share, groups nested at most {_REGEX_DEPTH} deep; no "
               "look-arounds, backreferences, named groups, \\p{...} or other escapes, ranges but from 0, 1, a or A "
               "(stricter than ECMA-262)"),
