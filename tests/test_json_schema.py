@@ -1652,6 +1652,11 @@ HAND_FORMATS = {
                  # At most 253 characters in all (RFC 1123 2.1), each label at most 63.
                  ".".join(["a" * 63] * 3 + ["b" * 61]): True, ".".join(["a" * 63] * 3 + ["b" * 62]): False,
                  ".".join(["a" * 20] * 13): False, ".".join(["a" * 20] * 11 + ["b" * 22]): True},
+    # RFC 3987: ucschar anywhere a URI takes unreserved characters, iprivate only in the query.
+    "iri": {"http://ƒøø.ßår/?∂éœ=πîx#πîüx": True, "https://example.com/a?b#c": True, "http://x/?\ue000": True,
+            "http://x/\ue000": False, "http://é é": False, "//ƒøø.ßår/": False, "ƒøø": False},
+    "iri-reference": {"//ƒøø.ßår/": True, "ƒøø": True, "#ƒrägmênt": True, "\\WINDOWS\\fileshare": False,
+                      "http://x/\ue000": False},
     # jsonschema's time checker refuses every leap second; RFC 3339 allows one at 23:59:60 UTC.
     "time": {"23:59:60Z": True, "23:59:60+00:00": True, "23:59:61Z": False},
     "date-time": {"2016-12-31T23:59:60Z": True, "2016-12-31T23:59:60.5Z": True},

@@ -50,21 +50,41 @@ _HOSTNAME = rf"{_LABEL}(?:\.{_LABEL})*"
 _PCT = r"%[0-9A-Fa-f]{2}"
 _UNRESERVED = r"A-Za-z0-9\-._~"
 _SUBDELIMS = r"!$&'()*+,;="
-_PCHAR = rf"(?:[{_UNRESERVED}{_SUBDELIMS}:@]|{_PCT})"
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]*"
-_USERINFO = rf"(?:[{_UNRESERVED}{_SUBDELIMS}:]|{_PCT})*"
-_REG_NAME = rf"(?:[{_UNRESERVED}{_SUBDELIMS}]|{_PCT})*"
 _IP_LITERAL = rf"\[(?:{_IPV6}|v[0-9A-Fa-f]+\.[{_UNRESERVED}{_SUBDELIMS}:]+)\]"
-_AUTHORITY = rf"(?:{_USERINFO}@)?(?:{_IP_LITERAL}|{_IPV4}|{_REG_NAME})(?::\d*)?"
-_PATH_ABEMPTY = rf"(?:/{_PCHAR}*)*"
-_PATH_ABSOLUTE = rf"/(?:{_PCHAR}+(?:/{_PCHAR}*)*)?"
-_PATH_ROOTLESS = rf"{_PCHAR}+(?:/{_PCHAR}*)*"
-_PATH_NOSCHEME = rf"(?:[{_UNRESERVED}{_SUBDELIMS}@]|{_PCT})+(?:/{_PCHAR}*)*"
-_QUERY = rf"(?:\?(?:{_PCHAR}|[/?])*)?"
-_FRAGMENT = rf"(?:#(?:{_PCHAR}|[/?])*)?"
-_HIER = rf"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_ROOTLESS}|)"
-_URI = rf"{_SCHEME}:{_HIER}{_QUERY}{_FRAGMENT}"
-_RELATIVE = rf"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_NOSCHEME}|){_QUERY}{_FRAGMENT}"
+
+
+def _ranges(pairs) -> str:
+    """Code point ranges as the inside of a character class."""
+    return "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in pairs)
+
+
+# RFC 3987: the characters IRIs add to URIs' unreserved ones (ucschar), and in queries (iprivate).
+_UCSCHAR = _ranges([(0xA0, 0xD7FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFEF),
+                    *((plane, plane + 0xFFFD) for plane in range(0x10000, 0xE0000, 0x10000)), (0xE1000, 0xEFFFD)])
+_IPRIVATE = _ranges([(0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD)])
+
+
+def _references(unreserved: str, private: str = "") -> tuple[str, str]:
+    """An absolute reference and a relative one, RFC 3986 over ``unreserved`` characters
+    (RFC 3987's IRIs: with ucschar, and ``private`` ones in queries)."""
+    pchar = rf"(?:[{unreserved}{_SUBDELIMS}:@]|{_PCT})"
+    userinfo = rf"(?:[{unreserved}{_SUBDELIMS}:]|{_PCT})*"
+    reg_name = rf"(?:[{unreserved}{_SUBDELIMS}]|{_PCT})*"
+    authority = rf"(?:{userinfo}@)?(?:{_IP_LITERAL}|{_IPV4}|{reg_name})(?::\d*)?"
+    path_abempty = rf"(?:/{pchar}*)*"
+    path_absolute = rf"/(?:{pchar}+(?:/{pchar}*)*)?"
+    path_rootless = rf"{pchar}+(?:/{pchar}*)*"
+    path_noscheme = rf"(?:[{unreserved}{_SUBDELIMS}@]|{_PCT})+(?:/{pchar}*)*"
+    query = rf"(?:\?(?:{pchar}|[/?{private}])*)?"
+    fragment = rf"(?:#(?:{pchar}|[/?])*)?"
+    hier = rf"(?://{authority}{path_abempty}|{path_absolute}|{path_rootless}|)"
+    relative = rf"(?://{authority}{path_abempty}|{path_absolute}|{path_noscheme}|){query}{fragment}"
+    return rf"{_SCHEME}:{hier}{query}{fragment}", relative
+
+
+_URI, _RELATIVE = _references(_UNRESERVED)
+_IRI, _IRELATIVE = _references(_UNRESERVED + _UCSCHAR, _IPRIVATE)
 _ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
 _EMAIL = rf"{_ATEXT}+(?:\.{_ATEXT}+)*@(?:{_HOSTNAME}|\[{_IPV4}\])"
 # RFC 3339 appendix A: each unit may be followed only by the next one down (dur-year =
@@ -79,11 +99,8 @@ _VARSPEC = rf"{_VARCHAR}(?:\.?{_VARCHAR})*(?::[1-9]\d{{0,3}}|\*)?"
 # RFC 6570 literals: ASCII except controls, space, '"', '%', '<', '>', '\\', '^', '`', '{', '|',
 # '}' (the apostrophe too, as the official suite reads it), and ucschar and iprivate in every
 # plane, written here as the characters themselves.
-_UCS_AND_PRIVATE = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in (
-    (0xA0, 0xD7FF), (0xE000, 0xFDCF), (0xFDF0, 0xFFEF), *((plane, plane + 0xFFFD) for plane in range(0x10000, 0xE0000, 0x10000)),
-    (0xE1000, 0xEFFFD), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD)))
 _URI_TEMPLATE = (
-    rf"(?:[!#$&'(-;=?-\[\]_a-z~{_UCS_AND_PRIVATE}]|{_PCT}"
+    rf"(?:[!#$&'(-;=?-\[\]_a-z~{_UCSCHAR}{_IPRIVATE}]|{_PCT}"
     rf"|\{{[+#./;?&=,!@|]?{_VARSPEC}(?:,{_VARSPEC})*\}})*"
 )
 
@@ -125,8 +142,8 @@ _SOURCES: dict[str, str] = {
     "ipv6": _IPV6,
     "uri": _URI,
     "uri-reference": rf"(?:{_URI}|{_RELATIVE})",
-    "iri": _URI,
-    "iri-reference": rf"(?:{_URI}|{_RELATIVE})",
+    "iri": _IRI,
+    "iri-reference": rf"(?:{_IRI}|{_IRELATIVE})",
     "uuid": _UUID,
     "json-pointer": _JSON_POINTER,
     "uri-template": _URI_TEMPLATE,
@@ -152,9 +169,7 @@ FORMAT_NOTES: dict[str, str] = {
     "date-time": "a leap second (:60) only as 23:59:60 with a zero offset",
     "hostname": "labels with '--' in the third and fourth places (IDNA A-labels such as 'xn--...') are refused",
     "email": "dot-atom local parts and hostname or [IPv4] domains (no quoted local parts)",
-    "iri": "ASCII URIs only (no non-ASCII characters)",
     "uri-template": "an apostrophe is allowed in literals (RFC 6570 leaves it out; the official test suite allows it)",
-    "iri-reference": "ASCII URI references only",
     "idn-hostname": "ASCII host names only (IDNA 2008 U-labels are refused, as are A-labels)",
     "idn-email": "ASCII addresses only, as email (IDNA 2008 U-labels are refused)",
     "regex": (f"the syntax ECMA-262 and Python's re share, groups nested at most {_REGEX_DEPTH} deep; no "
