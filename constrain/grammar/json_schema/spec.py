@@ -252,7 +252,7 @@ class SpecWalk:
             closing = loc.child(keyword)
             pending[:] = [entry for entry in pending if entry.pointer != closing.pointer]
             own = own or SpecWalk(self.doc, list(self.chain), self.max_recursion).absorb(Spec(), loc, frozenset())
-            if _varying_evaluation(own, keyword):
+            if _evaluation_varies(own, keyword):
                 # Where the operand holds, its keyword has evaluated every member (item) it left.
                 if loc not in spec.operands:
                     spec.operands.append(loc)
@@ -331,16 +331,14 @@ def _written_before(node: dict, first: str, second: str) -> bool:
     return second in node and keys.index(first) < keys.index(second)
 
 
-def _varying_evaluation(own: Spec, keyword: str) -> str:
-    """The applicators in a subschema's record whose evaluation depends on the value
-    (for ``keyword``), named for an error; empty when there are none."""
-    found = [name for name, pending in (("anyOf", own.any_of), ("oneOf", own.one_of), ("if", own.conditionals))
-             if pending]
-    if any(not isinstance(loc.node[word][key], list) for loc, key, word in own.dependencies):
-        found.append("dependentSchemas")
-    if keyword == "unevaluatedItems" and own.contains:
-        found.append("contains")
-    return ", ".join(found)
+def _evaluation_varies(own: Spec, keyword: str) -> bool:
+    """Whether a subschema's record holds applicators whose evaluation (for ``keyword``)
+    depends on the value: anyOf, oneOf, if, dependent schemas; contains for items.  (An
+    anyOf of ``required`` alone evaluates nothing, but is counted too: it then costs a
+    product, never a wrong language.)"""
+    if own.any_of or own.one_of or own.conditionals or (keyword == "unevaluatedItems" and own.contains):
+        return True
+    return any(not isinstance(loc.node[word][key], list) for loc, key, word in own.dependencies)
 
 
 def _close_members(spec: Spec, own: Spec, closing: Loc) -> None:
