@@ -2299,6 +2299,21 @@ def test_dynamic_references_whose_target_depends_on_the_path_are_refused():
     assert info.value.pointer.endswith("/items/$dynamicRef") and "the value's path enters first" in str(info.value)
 
 
+def test_operand_products_past_the_cap_are_refused_or_relaxed(monkeypatch):
+    """A subschema whose unevaluated* sees what varies is a product of its own; nested
+    combinators build it again in every operand, so their number is capped."""
+    import constrain.grammar.json_schema.emit as emit
+    monkeypatch.setattr(emit, "MAX_OPERAND_PRODUCTS", 0)
+    schema = {"properties": {"o": {"allOf": [{"anyOf": [{"properties": {"x": {}}}, {"required": ["y"]}],
+                                               "unevaluatedProperties": False}]}}}
+    with pytest.raises(SchemaError) as info:
+        schema_to_dfa(schema)
+    assert info.value.pointer == "/properties/o/allOf/0/unevaluatedProperties" and "products" in str(info.value)
+    relaxed = schema_to_dfa(schema, JsonSchemaOptions(strict=False))
+    assert any("unevaluatedProperties not enforced" in note for note in relaxed.notes)
+    assert relaxed.automaton.matches(b'{"o": {"x": 1, "z": 2}}')  # over-approximated: z is let through
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_growing_sets_are_the_sets_no_smaller_set_covers(seed):
     rng = random.Random(seed)

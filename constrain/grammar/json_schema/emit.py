@@ -173,6 +173,8 @@ class SchemaEmitter:
         #: Recursion cuts in a language kept (they refuse the deeper values): where the whole
         #: language comes out empty, these may be why (see ``schema_to_dfa``).
         self.kept_recursion_cuts = 0
+        #: Products built for subschemas with unevaluated* of their own (:meth:`_with_operand`).
+        self.operand_products = 0
         # (pointer, states) of the string and recursion automata built: what grew, when the whole is too large.
         self.sizes: list[tuple[str, int]] = []
         # The strings that are counted callees: COUNTED_SYMBOLS[j] calls entry j.
@@ -903,6 +905,15 @@ class SchemaEmitter:
         its own (rooted there, so its unevaluated* sees exactly its subtree): a product,
         whose member positions the operand fixes (``shared_slots``)."""
         base = spec.without(operands=spec.operands[1:])
+        self.operand_products += 1
+        if self.operand_products > MAX_OPERAND_PRODUCTS:
+            loc = spec.operands[0]
+            keyword = "unevaluatedProperties" if "unevaluatedProperties" in loc.node else "unevaluatedItems"
+            self._unenforced(loc, keyword, f"more than {MAX_OPERAND_PRODUCTS} products for subschemas whose own "
+                                           "unevaluated* sees what varies (nested combinators multiply them)")
+            # Not strict: the whole language over-approximated, so a kept side loses the
+            # operand, a side taken away (``over``) takes nothing.
+            return NOTHING if self.over else self.spec_tree(base, chain)
         walk = SpecWalk(self.doc, list(chain), self.max_recursion)
         own = walk.absorb(Spec(), spec.operands[0], frozenset())
         own_chain = tuple(walk.chain)
@@ -2940,6 +2951,10 @@ def _evaluated(spec: Spec, index: int, rest: Spec | None = None) -> frozenset:
 _PENDING = ("any_of", "one_of", "conditionals", "dependencies", "contains", "presence")
 #: unevaluated* beside an anyOf: at most this many sets of two or more branches are built.
 MAX_EVALUATING_SETS = 32
+#: At most this many products for subschemas with unevaluated* of their own per schema: in
+#: nested combinators each is built again in every operand (a random schema of oneOf, if
+#: and anyOf three deep took 286 of them, and more than a minute, before this cap).
+MAX_OPERAND_PRODUCTS = 32
 
 
 def _growing_sets(marks: Sequence[frozenset], limit: int) -> list[tuple[int, ...]] | None:

@@ -331,12 +331,28 @@ def _written_before(node: dict, first: str, second: str) -> bool:
     return second in node and keys.index(first) < keys.index(second)
 
 
+#: The keywords that evaluate members (items), and the applicators that may hold them.
+_EVALUATING = {"unevaluatedProperties": frozenset(("properties", "patternProperties", "additionalProperties",
+                                                   "unevaluatedProperties")),
+               "unevaluatedItems": frozenset(("prefixItems", "items", "additionalItems", "contains",
+                                              "unevaluatedItems"))}
+_APPLICATORS = frozenset(("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies",
+                          "$ref", "$dynamicRef", "$recursiveRef"))
+
+
 def _evaluation_varies(own: Spec, keyword: str) -> bool:
     """Whether a subschema's record holds applicators whose evaluation (for ``keyword``)
-    depends on the value: anyOf, oneOf, if, dependent schemas; contains for items.  (An
-    anyOf of ``required`` alone evaluates nothing, but is counted too: it then costs a
-    product, never a wrong language.)"""
-    if own.any_of or own.one_of or own.conditionals or (keyword == "unevaluatedItems" and own.contains):
+    depends on the value: anyOf or oneOf with a branch that evaluates something (one of
+    ``required`` alone does not), if, dependent schemas; contains for items."""
+    evaluating = _EVALUATING[keyword] | _APPLICATORS
+
+    def evaluates(branch: Any) -> bool:
+        return isinstance(branch, dict) and not evaluating.isdisjoint(branch)
+
+    groups = own.any_of + own.one_of
+    if own.conditionals or (keyword == "unevaluatedItems" and own.contains):
+        return True
+    if any(not isinstance(group.node, list) or any(map(evaluates, group.node)) for group in groups):
         return True
     return any(not isinstance(loc.node[word][key], list) for loc, key, word in own.dependencies)
 
