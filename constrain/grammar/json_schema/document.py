@@ -251,6 +251,9 @@ class SchemaDocument:
         return self._outermost(loc, self.recursive_anchors, initial, "$recursiveRef", "$recursiveAnchor")
 
     def _outermost(self, loc: Loc, anchors: list[Loc], initial: Loc, keyword: str, what: str) -> Loc:
+        """Of the dynamic ``anchors``, the one every path's outermost scope holds: the root
+        resource's, or ``initial`` where one resource alone has such an anchor; else an
+        error at ``loc``."""
         at_root = [anchor for anchor in anchors if anchor.base == self.root_loc.base]
         if at_root:
             return at_root[0]
