@@ -1435,7 +1435,8 @@ class SchemaEmitter:
         taken = set(self._callee_symbols.values())
         return sum(symbol not in taken for symbol in COUNTED_SYMBOLS[max(len(self.counted), self._long_count):])
 
-    def _contained_items(self, spec: Spec, rest_locs: list[Loc], chain: tuple[str, ...], unevaluated: list[Loc] = ()):
+    def _contained_items(self, spec: Spec, rest_locs: list[Loc], chain: tuple[str, ...],
+                         unevaluated: Sequence[Loc] = ()):
         """Prefix items, rest items and the ``contains`` count (automaton, low, high): items
         are split by ``contains`` (intersected, subtracted), so they are product operands,
         written with ``contains``'s member order and number spellings.

@@ -251,7 +251,8 @@ class SpecWalk:
                 continue
             closing = loc.child(keyword)
             pending[:] = [entry for entry in pending if entry.pointer != closing.pointer]
-            own = own or SpecWalk(self.doc, list(self.chain), self.max_recursion).absorb(Spec(), loc, frozenset())
+            if own is None:  # the subtree's own record, once for both keywords
+                own = SpecWalk(self.doc, list(self.chain), self.max_recursion).absorb(Spec(), loc, frozenset())
             if _evaluation_varies(own, keyword):
                 # Where the operand holds, its keyword has evaluated every member (item) it left.
                 if loc not in spec.operands:
