@@ -44,8 +44,8 @@ from .formats import FORMAT_MAX_LENGTH, FORMAT_NOTES, FORMATS, UNENFORCEABLE_FOR
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
 from .sharing import recursive_definitions, scan_references, shared_definitions
 from .slots import shared_slots
-from .spec import (ANNOTATION_KEYWORDS, BASE64_PATTERN, NO_SLOTS, KeyRule, Slots, Spec, SpecWalk, copy_spec,
-                   MemberGroup, allowed_types, dependency_names, group_branches, merge_orders, place_branch, ref_keyword, spec_of,
+from .spec import (ANNOTATION_KEYWORDS, BASE64_PATTERN, NO_SLOTS, VARYING_APPLICATORS, KeyRule, Slots, Spec, SpecWalk,
+                   copy_spec, MemberGroup, allowed_types, dependency_names, group_branches, merge_orders, place_branch, ref_keyword, spec_of,
                    unknown_keywords)
 from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, PATTERN_COUNT, SHORT_STRING, CountedString,
                       any_string_dfa, bounds_implied, counted_states, encode_chars, encoded_string, pattern_tree,
@@ -2943,13 +2943,11 @@ def _evaluated(spec: Spec, index: int, rest: Spec | None = None) -> frozenset:
         marks.add(("all names",))
     if spec.rest_items or spec.evaluates_all_items:
         marks.add(("all items",))
-    if rest is not None and any(len(getattr(spec, name)) > len(getattr(rest, name)) for name in _PENDING):
+    if rest is not None and any(len(getattr(spec, name)) > len(getattr(rest, name)) for name in VARYING_APPLICATORS):
         marks.add(("pending", index))
     return frozenset(marks)
 
 
-#: The Spec lists an anyOf branch may leave pending, whose evaluation depends on the value.
-_PENDING = ("any_of", "one_of", "conditionals", "dependencies", "contains", "presence")
 #: unevaluated* beside an anyOf: at most this many sets of two or more branches are built.
 MAX_EVALUATING_SETS = 32
 #: At most this many products for subschemas with unevaluated* of their own per schema: in

@@ -341,21 +341,35 @@ _APPLICATORS = frozenset(("allOf", "anyOf", "oneOf", "not", "if", "then", "else"
                           "$ref", "$dynamicRef", "$recursiveRef"))
 
 
+#: The record's lists of applicators whose evaluation for unevaluated* depends on the
+#: value (which branch holds, whether the ``if`` holds, whether a dependency's key is
+#: there, which items contain), kept pending until the emitter expands them; the emitter
+#: moves member groups from the first three into ``presence``.  Both questions asked of
+#: them read this one list: :func:`_evaluation_varies` here, and ``emit._evaluated``.
+VARYING_APPLICATORS = ("any_of", "one_of", "conditionals", "dependencies", "contains", "presence")
+
+
 def _evaluation_varies(own: Spec, keyword: str) -> bool:
     """Whether a subschema's record holds applicators whose evaluation (for ``keyword``)
-    depends on the value: anyOf or oneOf with a branch that evaluates something (one of
-    ``required`` alone does not), if, dependent schemas; contains for items."""
+    depends on the value: any entry of :data:`VARYING_APPLICATORS` except an anyOf or
+    oneOf none of whose branches evaluates anything (``required`` alone), a
+    ``dependencies`` entry that only requires names, and contains for properties."""
     evaluating = _EVALUATING[keyword] | _APPLICATORS
 
     def evaluates(branch: Any) -> bool:
         return isinstance(branch, dict) and not evaluating.isdisjoint(branch)
 
-    groups = own.any_of + own.one_of
-    if own.conditionals or (keyword == "unevaluatedItems" and own.contains):
+    def varies(kind: str, entry: Any) -> bool:
+        if kind in ("any_of", "one_of"):
+            return not isinstance(entry.node, list) or any(map(evaluates, entry.node))
+        if kind == "dependencies":
+            loc, key, word = entry
+            return not isinstance(loc.node[word][key], list)
+        if kind == "contains":
+            return keyword == "unevaluatedItems"
         return True
-    if any(not isinstance(group.node, list) or any(map(evaluates, group.node)) for group in groups):
-        return True
-    return any(not isinstance(loc.node[word][key], list) for loc, key, word in own.dependencies)
+
+    return any(varies(kind, entry) for kind in VARYING_APPLICATORS for entry in getattr(own, kind))
 
 
 def _close_members(spec: Spec, own: Spec, closing: Loc) -> None:
