@@ -24,7 +24,7 @@ from .document import Loc, SchemaDocument
 
 __all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order", "place_branch",
            "group_branches", "MemberGroup", "ref_keyword", "Slots", "NO_SLOTS", "TYPES", "ANNOTATION_KEYWORDS",
-           "allowed_types"]
+           "allowed_types", "VARYING_APPLICATORS", "REF_KEYWORDS"]
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 ANNOTATION_KEYWORDS = {
@@ -332,13 +332,16 @@ def _written_before(node: dict, first: str, second: str) -> bool:
     return second in node and keys.index(first) < keys.index(second)
 
 
+#: The reference keywords, in the order :func:`ref_keyword` prefers them.
+REF_KEYWORDS = ("$ref", "$recursiveRef", "$dynamicRef")
+
 #: The keywords that evaluate members (items), and the applicators that may hold them.
 _EVALUATING = {"unevaluatedProperties": frozenset(("properties", "patternProperties", "additionalProperties",
                                                    "unevaluatedProperties")),
                "unevaluatedItems": frozenset(("prefixItems", "items", "additionalItems", "contains",
                                               "unevaluatedItems"))}
 _APPLICATORS = frozenset(("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies",
-                          "$ref", "$dynamicRef", "$recursiveRef"))
+                          *REF_KEYWORDS))
 
 
 #: The record's lists of applicators whose evaluation for unevaluated* depends on the
@@ -438,7 +441,7 @@ def _tighten_counts(spec: Spec, loc: Loc, what: str, low_keyword: str, high_keyw
 def ref_keyword(node: dict) -> str | None:
     """The reference keyword a schema object uses, if any (``$ref`` first; dynamic ones are
     resolved where the value's path cannot change them, :meth:`SchemaDocument.resolve`)."""
-    return next((k for k in ("$ref", "$recursiveRef", "$dynamicRef") if k in node), None)
+    return next((k for k in REF_KEYWORDS if k in node), None)
 
 
 def absorption_order(node: dict) -> list[str]:
