@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["DATA_DIR_ENV", "shared_data_dir", "load_tokenizer", "infos"]
+__all__ = ["DATA_DIR_ENV", "shared_data_dir", "shared_data_or_skip", "load_tokenizer", "infos"]
 
 #: Environment variable that overrides the shared data directory.
 DATA_DIR_ENV = "CONSTRAIN_DATA_DIR"
@@ -34,6 +34,24 @@ def shared_data_dir() -> Path | None:
     return path if path.is_dir() else None
 
 
+def shared_data_or_skip(*needed: str) -> Path:
+    """Return the shared data directory, or skip the calling test where it, or one of the
+    folders or files ``needed`` inside it, is absent.
+
+    A copy of the data may hold only some of its parts (the tokenizers alone, say, on a
+    machine lent for the GPU tests), so a test names the parts it reads.
+    """
+    data_dir = shared_data_dir()
+    if data_dir is None:
+        configured = os.environ.get(DATA_DIR_ENV)
+        where = configured if configured else str(_DEFAULT_DATA_DIR)
+        pytest.skip(f"shared data directory not found at {where} (set ${DATA_DIR_ENV})")
+    for part in needed:
+        if not (data_dir / part).exists():
+            pytest.skip(f"{part} not found in the shared data directory {data_dir} (set ${DATA_DIR_ENV})")
+    return data_dir
+
+
 @functools.lru_cache(maxsize=None)
 def _load_tokenizer_from(path: str) -> Any:
     """Load a tokenizer once per session: loading Llama-3 or Qwen takes about a second."""
@@ -44,12 +62,7 @@ def _load_tokenizer_from(path: str) -> Any:
 
 def _tokenizer_path_or_skip(name: str) -> Path:
     """Return ``<data>/tokenizers/<name>``, or skip the calling test with the reason."""
-    data_dir = shared_data_dir()
-    if data_dir is None:
-        configured = os.environ.get(DATA_DIR_ENV)
-        where = configured if configured else str(_DEFAULT_DATA_DIR)
-        pytest.skip(f"shared data directory not found at {where} (set ${DATA_DIR_ENV})")
-    path = data_dir / "tokenizers" / name
+    path = shared_data_or_skip() / "tokenizers" / name
     if not (path / "tokenizer.json").is_file():
         pytest.skip(f"tokenizer {name!r} not found at {path}")
     return path

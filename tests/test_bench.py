@@ -18,7 +18,7 @@ import time
 import jsonschema
 import pytest
 
-from conftest import shared_data_dir
+from conftest import shared_data_or_skip
 from constrain import SchemaError
 from constrain.bench.data import Case, Instance, load_jsonschemabench, load_test_suite
 from constrain.bench.engines import ConstrainEngine, Engine, LLGuidanceEngine, optional_import
@@ -269,15 +269,11 @@ def test_sample_slow(llama3, engines):
     assert "### Like for like: the 4 schemas every engine compiled" in render_jsonschemabench(full)
 
 
-def _data_or_skip():
-    data = shared_data_dir()
-    if data is None:
-        pytest.skip("shared data directory not found (set $CONSTRAIN_DATA_DIR)")
-    return data
+_BENCH, _SUITE = "jsonschemabench", "json-schema-test-suite"
 
 
 def test_loaders_read_every_case():
-    data = _data_or_skip()
+    data = shared_data_or_skip(_BENCH, _SUITE)
     lines = (data / "jsonschemabench" / "MCPspec.jsonl").read_text(encoding="utf-8").splitlines()
     cases = load_jsonschemabench(data, ["mcpspec"])
     assert [c.id for c in cases] == [json.loads(line)["id"] for line in lines]
@@ -292,7 +288,7 @@ def test_loaders_read_every_case():
 
 
 def test_test_suite_report(llama3, engines):
-    data = _data_or_skip()
+    data = shared_data_or_skip(_SUITE)
     cases = [c for c in load_test_suite(data, ["draft2020-12"]) if c.group in ("draft2020-12/enum", "draft2020-12/const")]
     run = run_cases(cases, engines("constrain"), llama3, progress=False)
     passed = {}
@@ -322,14 +318,15 @@ def test_test_suite_report(llama3, engines):
     (["bench", "jsonschemabench", "--subset", "MCPspec", "--ids", "/nonexistent/ids.txt"], "--ids: cannot read"),
 ])
 def test_cli_errors_are_one_line(capsys, argv, fragment):
-    _data_or_skip()
+    if "--data" not in argv:  # the default data folder's, whose subsets the error names
+        shared_data_or_skip(_BENCH)
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("constrain: error:") and fragment in err[0], err
 
 
 def test_cli_runs_with_a_peer(capsys, tmp_path):
-    data = _data_or_skip()
+    data = shared_data_or_skip(_BENCH, "tokenizers/gpt2")
     if optional_import("llguidance")[0] is None:
         pytest.skip("llguidance not installed")
     out = tmp_path / "report.json"
@@ -346,7 +343,7 @@ def test_cli_runs_with_a_peer(capsys, tmp_path):
 
 def test_cli_runs_the_schemas_an_ids_file_lists(capsys, tmp_path):
     """``--ids`` keeps an A/B slice (such as benchmarks/recursive_schemas.txt) as a file."""
-    data = _data_or_skip()
+    data = shared_data_or_skip(_BENCH)
     ids = tmp_path / "ids.txt"
     ids.write_text("# two schemas\nMCPspec---CancelledNotification\n\nGithub_trivial---o47165  # recursive\n")
     cases = [c.id for c in load_jsonschemabench(data, ["MCPspec", "Github_trivial"]) if c.instances]

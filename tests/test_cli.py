@@ -10,14 +10,11 @@ import pytest
 import regex
 
 from constrain.cli import DEMO_PATTERN, main
-from conftest import shared_data_dir
+from conftest import shared_data_or_skip
 
 
 def _tokenizer_path() -> str:
-    data = shared_data_dir()
-    if data is None:
-        pytest.skip("shared data directory not found (set $CONSTRAIN_DATA_DIR)")
-    return str(data / "tokenizers" / "gpt2")
+    return str(shared_data_or_skip("tokenizers/gpt2") / "tokenizers" / "gpt2")
 
 
 def test_demo_outputs_match(capsys):

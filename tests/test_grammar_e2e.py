@@ -14,16 +14,13 @@ import json
 import pytest
 import torch
 
-from conftest import finished_generations, shared_data_dir
+from conftest import finished_generations, shared_data_or_skip
 from constrain import Compiler, GrammarError, Matcher, TokenizerInfo, generate_grammar
 from constrain.testing import assert_same_masks_along
 
 
 def _bench_instances():
-    data = shared_data_dir()
-    if data is None:
-        pytest.skip("shared data directory not found (set $CONSTRAIN_DATA_DIR)")
-    folder = data / "jsonschemabench"
+    folder = shared_data_or_skip("jsonschemabench") / "jsonschemabench"
     for path in sorted(folder.glob("*.jsonl")):
         with open(path, encoding="utf-8") as handle:
             for line in handle:

@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 import torch
 
-from conftest import shared_data_dir
+from conftest import shared_data_or_skip
 from constrain import Compiler, ConstrainError, Matcher, SchemaError, generate_json
 from constrain.testing import (force_hypothesis_instances, json_ending_bias, load_jsonschemabench,
                                sample_jsonschemabench)
@@ -36,10 +36,7 @@ def validator(schema):
 
 @pytest.fixture(scope="module")
 def bench_rows():
-    data = shared_data_dir()
-    if data is None or not (data / "jsonschemabench").is_dir():
-        pytest.skip("jsonschemabench not found under the shared data directory (set $CONSTRAIN_DATA_DIR)")
-    return load_jsonschemabench(data / "jsonschemabench")
+    return load_jsonschemabench(shared_data_or_skip("jsonschemabench") / "jsonschemabench")
 
 
 @pytest.fixture(scope="module")
