@@ -86,6 +86,9 @@ class Generator:
             lambda: {"type": "array", "uniqueItems": True, "items": {"enum": [1, 2, "a"]}},
             lambda: {"type": "array", "uniqueItems": True, "items": {"type": "string", **rng.choice(
                 [{}, {"maxLength": 1}, {"pattern": rng.choice(PATTERNS)}, {"enum": list("abcdefghij")}])}},
+            lambda: {"type": "array", "uniqueItems": True, "items": {
+                "type": rng.choice(["integer", ["integer", "null"], ["string", "boolean", "null"], ["boolean", "integer"]]),
+                **rng.choice([{}, {"minimum": -2, "maximum": 11}, {"maxLength": 1, "maximum": 3}])}},
             lambda: {"type": "integer", "multipleOf": rng.choice([2, 3])},
             lambda: {"type": "string", "format": rng.choice(["date", "ipv4", "email", "uuid"])},
             lambda: {"type": "object", "properties": {"a": {"type": "integer"}}, "unevaluatedProperties": False},

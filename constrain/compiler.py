@@ -371,7 +371,8 @@ def _language_arrays(language) -> dict[str, np.ndarray]:
     if language.counted_symbols is not None:
         arrays["counted_symbols"] = np.asarray(language.counted_symbols, dtype=np.int32)
     arrays["notes"] = np.frombuffer(json.dumps(language.notes).encode(), dtype=np.uint8)
-    arrays["unique"] = np.asarray(sorted(language.unique.items()), dtype=np.int64).reshape(-1, 2)
+    arrays["unique"] = np.asarray([(symbol, *values) for symbol, values in sorted(language.unique.items())],
+                                  dtype=np.int64).reshape(-1, 3)
     members = {str(symbol): rule.to_json() for symbol, rule in language.members.items()}
     arrays["members"] = np.frombuffer(json.dumps(members).encode(), dtype=np.uint8)
     return arrays
@@ -383,6 +384,7 @@ def _stored_language(stored: Mapping[str, np.ndarray]):
 
     from .grammar.json_schema import SchemaLanguage
     from .automata.member_sets import MemberRule
+    from .automata.unique_items import ItemValues
     from .grammar.json_schema.strings import CountedString
 
     symbols = sorted(int(name[len("recursive"):-len("_trans")]) for name in stored
@@ -393,7 +395,7 @@ def _stored_language(stored: Mapping[str, np.ndarray]):
         tuple(CountedString.from_json(c) for c in json.loads(bytes(stored["counted"]).decode())),
         {symbol: _stored_dfa(stored, f"recursive{symbol}_") for symbol in symbols},
         tuple(stored["counted_symbols"].tolist()) if "counted_symbols" in stored else None,
-        {int(symbol): int(values) for symbol, values in stored["unique"].tolist()},
+        {int(symbol): ItemValues(int(count), bool(scalars)) for symbol, count, scalars in stored["unique"].tolist()},
         {int(symbol): MemberRule.from_json(rule) for symbol, rule in json.loads(bytes(stored["members"]).decode()).items()})
 
 

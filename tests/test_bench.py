@@ -358,3 +358,23 @@ def test_cli_runs_the_schemas_an_ids_file_lists(capsys, tmp_path):
     assert run["Github_trivial---o47165"]["passed"]  # a depth-4 tree: recursion is exact
     ids.write_text("Github_trivial---no_such_schema\n")
     assert main(argv) == 2 and "not among the schemas run" in capsys.readouterr().err
+
+
+def test_the_warm_up_builds_the_vocabulary_indexes_the_matchers_keep(llama3, infos):
+    """Each warm-up text is accepted, and afterwards the per-vocabulary indexes that arrays
+    of distinct items read are built, so that no timed compile pays for them."""
+    from constrain import Compiler, Matcher
+    from constrain.automata.json_strings import _PLAIN_TOKENS, _QUOTE_INDEXES
+    from constrain.automata.unique_items import _SCALAR_INDEXES
+    from constrain.bench.maskbench import WARMUP
+
+    info = infos("llama-3")
+    for built in (_QUOTE_INDEXES, _PLAIN_TOKENS, _SCALAR_INDEXES):  # as in a fresh worker
+        built.pop(info.hash, None)
+    compiler = Compiler(info, cache_dir=False)
+    for schema, texts in WARMUP:
+        compiled = compiler.compile_json_schema(schema)
+        for text in texts:
+            matcher = Matcher(compiled)
+            assert matcher.accept_bytes(text) and matcher.is_accepting(), text
+    assert info.hash in _QUOTE_INDEXES and info.hash in _PLAIN_TOKENS and info.hash in _SCALAR_INDEXES

@@ -102,8 +102,8 @@ def test_an_array_past_the_narrow_call_symbols_takes_a_wide_one(llama3_compiler,
 
 
 def test_strict_mode_still_refuses_what_the_matcher_cannot_keep_distinct():
-    numbers = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
-    mixed = {"type": "array", "items": {"type": ["string", "null"]}, "uniqueItems": True}
+    numbers = {"type": "array", "items": {"type": "number"}, "uniqueItems": True}  # 1, 1.0 and 1e0 are one value
+    mixed = {"type": "array", "items": {"type": ["string", "number"]}, "uniqueItems": True}
     too_few = {"type": "array", "items": {"type": "string", "pattern": "^[a-i]$"}, "uniqueItems": True, "minItems": 10}
     under_not = {"not": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}
     # Items that may be an object: in any order the object is a member loop's wide call,
@@ -329,6 +329,153 @@ def test_the_per_token_fallback_keeps_the_rows_of_the_configurations(llama3_comp
     assert (got == expected.next_token_mask_words()).all()
     token = infos("llama-3").token_bytes.index(b'"')
     assert not got[token >> 5] >> (token & 31) & 1  # "hello" again
+
+
+# Other scalars: integers, booleans and null, alone or with strings.
+INTEGERS = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
+MIXED = {"type": "array", "uniqueItems": True, "items": {"anyOf": [
+    {"type": "string", "pattern": "^[ab]{1,2}$"}, {"type": "integer", "minimum": -3, "maximum": 12},
+    {"type": "boolean"}, {"type": "null"}]}}  # 25 values: more than a regular language keeps apart
+SCALAR_SCHEMAS = {
+    "integers": INTEGERS,
+    "integers, bounded": {**INTEGERS, "items": {"type": "integer", "minimum": 0, "maximum": 20}, "maxItems": 30},
+    "strings or null": {"type": "array", "items": {"type": ["string", "null"]}, "uniqueItems": True},
+    "booleans, null and integers": {"type": "array", "items": {"type": ["boolean", "null", "integer"]},
+                                    "uniqueItems": True, "minItems": 1},
+    "mixed, finite": MIXED,
+    "in any-order objects": {"type": "object", "properties": {"a": INTEGERS, "b": {"type": "string"}},
+                             "required": ["a", "b"]},
+}
+SCALAR_POOL = [0, 1, -1, 10, 12, 100, True, False, None, "a", "ab", "", "null", "1"]
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_SCHEMAS))
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_scalar_items_are_accepted_exactly_when_distinct(name, order):
+    """Against ``jsonschema``, in the three layouts json.dumps writes (the scalar ends at a
+    comma, a bracket or whitespace: each is where a repeat must fail)."""
+    schema = SCALAR_SCHEMAS[name]
+    language = schema_to_dfa(schema, JsonSchemaOptions(property_order=order))
+    assert language.unique, "the array should be a unique callee"
+    automaton = language.automaton
+    validator = jsonschema.Draft202012Validator(schema)
+    verdicts = {True: 0, False: 0}
+    arrays = [list(items) for n in range(4) for items in itertools.product(SCALAR_POOL, repeat=n)]
+    for items in arrays[::3]:
+        value = {"a": items, "b": "x"} if "properties" in schema else items
+        want = validator.is_valid(value)
+        for text in (json.dumps(value), json.dumps(value, separators=(",", ":")), json.dumps(value, indent=2)):
+            assert automaton.matches(text.encode()) == want, (text, want)
+        verdicts[want] += 1
+    assert verdicts[True] >= 8 and verdicts[False] >= 50, verdicts
+
+
+def test_item_values_count_scalars_and_strings():
+    from constrain.automata.unique_items import item_values
+
+    def values(item):
+        return item_values(schema_to_dfa(item, JsonSchemaOptions(whitespace="compact")).dfa)
+
+    assert values({"type": "integer"}) == (MANY_VALUES, True)
+    assert values({"type": "integer", "minimum": -3, "maximum": 12}) == (16, True)
+    assert values({"type": ["boolean", "null"]}) == (3, True)
+    assert values({"type": ["string", "null"]}) == (MANY_VALUES, True)  # null is a finite rest
+    assert values(MIXED["items"]) == (25, True)
+    assert values({"type": "string"}) == (GOES_ON, False)
+    for refused in ({"type": "number"}, {"type": ["integer", "number"]}, {"enum": [1, 2]}, {"type": "object"}):
+        assert values(refused) is None, refused  # 1.0 and 1e0 spell 1; objects have members in any order
+
+
+class _ScalarItemsOracle(RegexOracle):
+    """Compact arrays of distinct scalars, judged from the values: the items ended (by a
+    comma or the bracket) are distinct, and the one being written can still end as one
+    not written.  ``fresh(last, ended)`` says the latter, from the values alone."""
+
+    def __init__(self, info, item: str, fresh):
+        super().__init__(f"\\[(?:{item}(?:,{item})*)?\\]", info.token_bytes, info.eos_token_ids)
+        self.fresh = fresh
+
+    def is_viable(self, data: bytes) -> bool:
+        if not super().is_viable(data):
+            return False
+        text = data.decode("utf-8", "ignore")[1:]
+        parts = text.split(",")
+        last = parts.pop()
+        if last.endswith("]"):
+            parts.append(last[:-1])
+            return len(parts) == len(set(parts))
+        return len(parts) == len(set(parts)) and self.fresh(last, set(parts))
+
+    def is_complete(self, data: bytes) -> bool:
+        return super().is_complete(data) and self.is_viable(data)
+
+
+def _integers_oracle(info):
+    def fresh(last, ended):  # a non-zero beginning has endless ways on; 0 has one
+        return last != "0" or "0" not in ended
+
+    return _ScalarItemsOracle(info, "(?:-?[1-9][0-9]*|0)", fresh)
+
+
+MIXED_VALUES = (['"a"', '"b"', '"aa"', '"ab"', '"ba"', '"bb"'] + [str(n) for n in range(-3, 13)]
+                + ["true", "false", "null"])
+
+
+def _mixed_oracle(info):
+    def fresh(last, ended):
+        return any(v.startswith(last) and v not in ended for v in MIXED_VALUES)
+
+    return _ScalarItemsOracle(info, '(?:"[ab]{1,2}"|-[1-3]|[0-9]|1[0-2]|true|false|null)', fresh)
+
+
+ALL_MIXED_BUT_NULL = "[" + ",".join(v for v in MIXED_VALUES if v != "null")
+
+
+@pytest.mark.parametrize("schema, oracle, start", [
+    (INTEGERS, _integers_oracle, b""),
+    (INTEGERS, _integers_oracle, b"[0,"),
+    (INTEGERS, _integers_oracle, b"[1,10,0,1"),
+    (INTEGERS, _integers_oracle, b"[7,-12,-1"),
+    (MIXED, _mixed_oracle, b'["a",1'),
+    (MIXED, _mixed_oracle, b"[true,fal"),
+    (MIXED, _mixed_oracle, b'[1,0,12,-3,"ab","a'),
+    (MIXED, _mixed_oracle, ALL_MIXED_BUT_NULL.encode()),
+    (MIXED, _mixed_oracle, (ALL_MIXED_BUT_NULL + ",").encode()),
+])
+def test_scalar_masks_are_exact_against_a_brute_force_oracle(llama3_compiler, infos, schema, oracle, start):
+    """Every token of Llama 3 against the values: ``0`` once 0 is written (it cannot go on),
+    ``1,`` or ``1]`` after ``[1,``, an ``f`` once false is written, a comma once only one
+    value is left, and so on."""
+    compiled = llama3_compiler.compile_json_schema(schema, whitespace="compact")
+    assert isinstance(compiled.engine, UniqueItemsTokenPDA)
+    info = infos("llama-3")
+    problem = check_masks_along_random_walk(Matcher(compiled), oracle(info), info, steps=4, seed=len(start),
+                                            start=start)
+    assert problem is None, problem
+
+
+def test_a_repeated_scalar_is_refused_where_it_ends(llama3_compiler, infos):
+    info = infos("llama-3")
+    compiled = llama3_compiler.compile_json_schema(SCALAR_SCHEMAS["booleans, null and integers"])
+    matcher = Matcher(compiled)
+    assert matcher.accept_bytes("[12, true, null, 0, 1")
+    ids = {data: token for token, data in enumerate(info.token_bytes)}
+    words = matcher.next_token_mask_words()
+    for data, allowed in ((b"2", True), (b"23", True), (b",", True), (b"]", True), (b" ", True), (b"0", True)):
+        token = ids[data]  # 12 may go on (120), 1 may end
+        assert bool(words[token >> 5] >> (token & 31) & 1) == allowed, data
+    assert matcher.accept_bytes("2")
+    words = matcher.next_token_mask_words()
+    for data, allowed in ((b",", False), (b"]", False), (b" ", False), (b"],", False), (b"3", True), (b"0", True)):
+        token = ids[data]  # 12 again: only going on is left
+        assert bool(words[token >> 5] >> (token & 31) & 1) == allowed, data
+        assert Matcher(compiled).accept_bytes("[12, true, null, 0, 12" + data.decode()) == allowed, data
+    assert matcher.accept_bytes("0, ")
+    words = matcher.next_token_mask_words()
+    for data, allowed in ((b"0", False), (b"null", False), (b"true", False), (b"false", True), (b"01", False),
+                          (b"-", True), (b"12", True), (b"123", True)):  # 12 may go on: 123
+        token = ids[data]
+        assert bool(words[token >> 5] >> (token & 31) & 1) == allowed, data
 
 
 @pytest.mark.parametrize("seed", range(4))

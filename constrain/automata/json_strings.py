@@ -27,7 +27,8 @@ from .byte_dfa import ByteDFA
 from .pushdown import CALL_SYMBOLS, WIDE_CALL
 
 __all__ = ["GOES_ON", "MANY_VALUES", "string_values", "StringEnds", "QuoteIndex", "quote_index", "plain_tokens",
-           "written_suspects", "token_ids", "all_token_ids", "allowed_tokens"]
+           "written_suspects", "token_ids", "all_token_ids", "allowed_tokens", "in_order", "begins_some",
+           "beginnings", "short_prefixes"]
 
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 
@@ -142,12 +143,12 @@ def _acyclic_order(successors: dict) -> list | None:
 
 
 @lru_cache(maxsize=1024)
-def _in_order(written: frozenset[bytes]) -> tuple[bytes, ...]:
+def in_order(written: frozenset[bytes]) -> tuple[bytes, ...]:
     """``written`` sorted: the texts that begin with a given text are then one run."""
     return tuple(sorted(written))
 
 
-def _begins_some(ordered: tuple[bytes, ...], text: bytes) -> bool:
+def begins_some(ordered: tuple[bytes, ...], text: bytes) -> bool:
     """Whether ``text`` begins some text of ``ordered`` (sorted): the first not below it.
 
     Asked at every byte of a path; testing every written text instead was quadratic in
@@ -157,7 +158,7 @@ def _begins_some(ordered: tuple[bytes, ...], text: bytes) -> bool:
 
 
 @lru_cache(maxsize=1024)
-def _short_prefixes(written: frozenset[bytes], longest: int) -> frozenset[bytes]:
+def short_prefixes(written: frozenset[bytes], longest: int) -> frozenset[bytes]:
     """The distinct beginnings of at most ``longest`` bytes (the empty one included) of the
     texts in ``written``: a token's open string is no longer than the token, and slicing
     every beginning of a long written text took a tenth of a second."""
@@ -192,13 +193,13 @@ class StringEnds:
 
     def _search_fresh(self, state: int, text: bytes, escaped: bool, written: frozenset[bytes]) -> bool:
         """:meth:`fresh`, searched."""
-        ordered = _in_order(written)
+        ordered = in_order(written)
         todo = [(state, text, escaped)]
         while todo:
             state, text, escaped = todo.pop()
-            if not _begins_some(ordered, text) or self.goes_on(state, escaped):
+            if not begins_some(ordered, text) or self.goes_on(state, escaped):
                 return True
-            for byte, target in self._moves_of(state):
+            for byte, target in self.moves_of(state):
                 if byte == _QUOTE and not escaped:
                     if text not in written:
                         return True
@@ -206,7 +207,7 @@ class StringEnds:
                     todo.append((target, text + bytes((byte,)), byte == _BACKSLASH and not escaped))
         return False
 
-    def _moves_of(self, state: int) -> list[tuple[int, int]]:
+    def moves_of(self, state: int) -> list[tuple[int, int]]:
         """The (byte, target) moves of ``state`` (memoised: the table's rows are numpy)."""
         found = self._moves.get(state)
         if found is None:
@@ -293,18 +294,18 @@ def written_suspects(index: "QuoteIndex", plain: dict[bytes, list[int]], words: 
         for value in written if first and string is not None and not open_rest else ():
             if value.startswith(before):
                 rest = value[len(before):]
-                pools += [token_ids(hit) for hit in map(plain.get, _beginnings(rest, max_depth)) if hit]
-        for prefix in _short_prefixes(written, max_depth) if first else ():
+                pools += [token_ids(hit) for hit in map(plain.get, beginnings(rest, max_depth)) if hit]
+        for prefix in short_prefixes(written, max_depth) if first else ():
             opening = reading.opening.get(prefix) if prefix or empty_tails else None
             if opening is not None:
                 pools.append(opening)
-        ordered = _in_order(written)
+        ordered = in_order(written)
         for token in allowed_tokens(words, reading.reopening_ids):
             closed, tail = reading.reopening[token]
             if not tail:  # every string begins with the empty one
                 if empty_tails:
                     suspects.append(token)
-            elif _begins_some(ordered, tail) or (before + closed[0]).startswith(tail) or any(
+            elif begins_some(ordered, tail) or (before + closed[0]).startswith(tail) or any(
                     text.startswith(tail) for text in closed[1:]):
                 suspects.append(token)
     if pools:
@@ -312,7 +313,7 @@ def written_suspects(index: "QuoteIndex", plain: dict[bytes, list[int]], words: 
     return suspects
 
 
-def _beginnings(text: bytes, longest: int):
+def beginnings(text: bytes, longest: int):
     """The non-empty beginnings of ``text`` of at most ``longest`` bytes."""
     return (text[:k] for k in range(1, min(len(text), longest) + 1))
 
@@ -340,8 +341,8 @@ class QuoteIndex(NamedTuple):
     """A vocabulary's tokens by their quotes (:class:`_Reading` per context), the tokens
     with a quote (``any_quote``) or a comma (``commas``), the most strings one token
     closes (``most_closed``), and the tokens that open an array and then hold three
-    quotes or more, enough to close a string and begin or close another in it
-    (``new_array``)."""
+    quotes or more, enough to close a string and begin or close another in it, or a
+    comma, enough to end one scalar and repeat it (``new_array``)."""
 
     inside: _Reading
     outside: _Reading
@@ -363,7 +364,7 @@ def quote_index(info) -> QuoteIndex:
         most = max((data.count(b'"') for _, data in tokens), default=0)
         found = QuoteIndex(inside, outside, token_ids([t for t, _ in tokens]),
                             token_ids([t for t, data in enumerate(info.token_bytes) if b"," in data]), (most + 1) // 2,
-                            token_ids([t for t, data in tokens if _strings_after_a_bracket(data)]))
+                            token_ids([t for t, data in enumerate(info.token_bytes) if _items_after_a_bracket(data)]))
         _QUOTE_INDEXES[info.hash] = found
     return found
 
@@ -427,10 +428,11 @@ def _strings_closed(data: bytes, inside: bool) -> tuple[list[bytes], bytes | Non
     return closed, (bytes(current) if current is not None and opened else None)
 
 
-def _strings_after_a_bracket(data: bytes) -> bool:
-    """Whether ``data`` opens an array and then holds three quotes or more."""
+def _items_after_a_bracket(data: bytes) -> bool:
+    """Whether ``data`` opens an array and then holds three quotes or more, or a comma:
+    enough to write an item and then repeat it, or begin a string written."""
     bracket = data.find(b"[")
-    return bracket >= 0 and data[bracket:].count(b'"') >= 3
+    return bracket >= 0 and (data[bracket:].count(b'"') >= 3 or b"," in data[bracket:])
 
 
 def token_ids(tokens: list[int]) -> np.ndarray:

@@ -45,7 +45,7 @@ import numpy as np
 from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA, cleared_bits, without_bits
 from .json_strings import (GOES_ON, StringEnds, all_token_ids, allowed_tokens, plain_tokens, quote_index,
                            token_ids, written_suspects)
-from .unique_items import NO_ITEMS, UniqueItemsAutomaton, item_suspects, tracked_items
+from .unique_items import NO_ITEMS, ItemSuspects, ItemValues, UniqueItemsAutomaton
 
 __all__ = ["MemberRule", "member_roles", "MemberSetAutomaton", "MemberSetTokenPDA"]
 
@@ -261,7 +261,7 @@ _NO_TOKENS = np.zeros(0, dtype=np.int64)
 class MemberSetAutomaton(ByteReader):
     """A :class:`PushdownDFA` whose callees ``rules`` names are objects whose members come in
     any order, each once, their :class:`MemberRule` met; and those ``values`` names (if
-    any) arrays of distinct strings (:class:`~.unique_items.UniqueItemsAutomaton`).
+    any) arrays of distinct items (:class:`~.unique_items.UniqueItemsAutomaton`).
 
     A state is ``(configurations, text)``: the pushdown automaton's state and the
     :class:`_Text` record.  Configurations in those callees are dropped where their
@@ -271,7 +271,8 @@ class MemberSetAutomaton(ByteReader):
     applied one after the other.
     """
 
-    def __init__(self, pda: PushdownDFA, rules: Mapping[int, MemberRule], values: Mapping[int, int] | None = None) -> None:
+    def __init__(self, pda: PushdownDFA, rules: Mapping[int, MemberRule],
+                 values: Mapping[int, ItemValues] | None = None) -> None:
         self.pda = pda
         #: The unique arrays' reader (None: the document has none).
         self.unique = UniqueItemsAutomaton(pda, values) if values else None
@@ -386,8 +387,8 @@ class MemberSetAutomaton(ByteReader):
         after = _lexed(text, byte)
         unique = self.unique
         if unique is not None:
-            items, repeated = tracked_items(text.items, byte)
-            closed = unique.before(closed, text.items, byte, repeated)
+            items, repeated = unique.track(text.items, byte)
+            closed = unique.before(closed, items, byte, repeated)
             after = after._replace(items=items)
         moved = self.pda.move(closed, byte)
         keys = after.keys
@@ -673,12 +674,14 @@ class MemberSetTokenPDA(ReaderTokenPDA):
     tokens whose simulation kills every configuration (only suspects are simulated)."""
 
     def __init__(self, automaton: PushdownDFA, info, disk=None, rules: Mapping[int, MemberRule] | None = None,
-                 values: Mapping[int, int] | None = None) -> None:
+                 values: Mapping[int, ItemValues] | None = None) -> None:
         super().__init__(automaton, info, disk)
         self.members = self.reader = MemberSetAutomaton(automaton, rules or {}, values)
         self._quotes = quote_index(info)
         self._plain = plain_tokens(info)
         self._index = _member_index(info)
+        unique = self.members.unique
+        self._item_suspects = None if unique is None else ItemSuspects(unique, info, self.trie.max_depth)
         self._rules: dict[tuple, frozenset[int]] = {}
         # By matcher state: the suspects that fail (cleared_bits).  A value's text is not
         # in the state (:func:`_lexed`), so a long value's tokens share one entry.
@@ -796,8 +799,8 @@ class MemberSetTokenPDA(ReaderTokenPDA):
             if not all(members.rules[rule].closes(keys) for rule in rules for keys in objects):
                 wanted |= _CLOSING_MORE
         suspects += allowed_tokens(words, self._index.wanted(inside, wanted))
-        if members.unique is not None:
-            suspects += item_suspects(members.unique, self._quotes, self._plain, words, text.items, self.trie.max_depth)
+        if self._item_suspects is not None:
+            suspects += self._item_suspects(words, text.items)
         return suspects
 
     def _rules_of(self, configs: tuple, top: bool = False) -> frozenset[int]:

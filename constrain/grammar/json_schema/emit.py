@@ -36,6 +36,7 @@ from ...automata.pushdown import (CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, WIDE_CALL
                                   expand_calls, has_calls)
 from ...automata.member_sets import MemberRule
 from ...automata.json_strings import GOES_ON, MANY_VALUES, string_values
+from ...automata.unique_items import ItemValues, item_values
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
 from .content import is_json_text, json_text_callee, json_text_dfa, json_text_string
@@ -183,9 +184,9 @@ class SchemaEmitter:
         self._callee_symbols: dict[tuple[str, ...], int | None] = {}
         #: The callees built (recursive and shared definitions), by call symbol (see _build_callee).
         self.callees: dict[int, ByteDFA] = {}
-        #: The callees that are arrays of distinct strings, with how many strings their
-        #: items take (see :meth:`_unique_strings_call`).
-        self.unique_symbols: dict[int, int] = {}
+        #: The callees that are arrays of distinct items, with how many values their
+        #: items take (see :meth:`_unique_items_call`).
+        self.unique_symbols: dict[int, ItemValues] = {}
         #: The callees that are objects whose members come in any order, with what the
         #: matcher checks of them (see :meth:`_any_order_call`).
         self.member_rules: dict[int, MemberRule] = {}
@@ -1310,13 +1311,14 @@ class SchemaEmitter:
         if spec.unique_items is not None and (spec.max_items is None or spec.max_items > 1):
             distinct = self._distinct_items_tree(spec, rest_locs, chain)
             if distinct is None:
-                distinct = self._unique_strings_call(spec, rest_locs, chain)
+                distinct = self._unique_items_call(spec, rest_locs, chain)
             if distinct is not None:
                 return distinct
             self._unenforced(spec.unique_items, "uniqueItems", "no regular language keeps items distinct, unless "
                              f"they take at most {MAX_DISTINCT_VALUES} values, each in a few spellings, and there "
-                             "is no contains; the matcher keeps them distinct for items that are all strings, with no "
-                             "prefixItems, where a call may stand)")
+                             "is no contains; the matcher keeps them distinct for items that are strings, integers, "
+                             "booleans or null (not other numbers, objects or arrays), with no prefixItems, where a "
+                             "call may stand)")
         if spec.contains:
             if len(spec.contains) > 1:
                 self._not_exact(spec.contains[1][0].pointer, "contains", "only one contains per array is supported")
@@ -1357,14 +1359,15 @@ class SchemaEmitter:
         graph = _distinct_items_graph(positions, spec.min_items, spec.max_items, self.layout)
         return seq(self.layout.opening("["), graph, self.layout.closing("]"))  # NOTHING when no array fits
 
-    def _unique_strings_call(self, spec: Spec, rest_locs: list[Loc], chain: tuple[str, ...]) -> RegexNode | None:
-        """An array of distinct strings as a call into a callee of its own, whose items the
-        matcher keeps distinct (:mod:`constrain.automata.unique_items`; the symbol goes
-        into :attr:`unique_symbols`).
+    def _unique_items_call(self, spec: Spec, rest_locs: list[Loc], chain: tuple[str, ...]) -> RegexNode | None:
+        """An array of distinct strings, integers, booleans or null as a call into a
+        callee of its own, whose items the matcher keeps distinct
+        (:mod:`constrain.automata.unique_items`; the symbol goes into
+        :attr:`unique_symbols`).
 
-        None where that is not exact: ``contains`` or ``prefixItems``, items that are not
-        all strings (:func:`string_values`; numbers and objects have many texts per
-        value), fewer strings than ``minItems``, or where no call may stand (a
+        None where that is not exact: ``contains`` or ``prefixItems``, items that are
+        something else (:func:`item_values`; other numbers and objects have many texts
+        per value), fewer values than ``minItems``, or where no call may stand (a
         product's operand, ``max_any_depth``, no symbol left).
         """
         slots = spec.slots.items or NO_SLOTS
@@ -1374,8 +1377,8 @@ class SchemaEmitter:
         if key in self._callee_symbols:
             return self._call_of(key)
         item = self._inline_definitions(self._dfa(self.value_of(rest_locs, chain, slots)))
-        values = None if item is None else string_values(item)
-        too_few = values is not None and values != GOES_ON and values < spec.min_items
+        values = None if item is None else item_values(item)
+        too_few = values is not None and values.count != GOES_ON and values.count < spec.min_items
         narrow = self._spare_symbols() > 0
         if values is None or too_few or (not narrow and not self._wide_symbols_left()):
             return None
