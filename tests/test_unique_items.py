@@ -478,8 +478,13 @@ def test_a_repeated_scalar_is_refused_where_it_ends(llama3_compiler, infos):
         assert bool(words[token >> 5] >> (token & 31) & 1) == allowed, data
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_generate_json_with_a_tiny_model_writes_distinct_items(load_tokenizer, seed):
+@pytest.mark.parametrize("seed, items", [
+    (0, {"type": "string", "pattern": "^[a-c]{1,2}$"}), (1, {"type": "string", "pattern": "^[a-c]{1,2}$"}),
+    (2, {"type": "string", "pattern": "^[a-c]{1,2}$"}), (3, {"type": "string", "pattern": "^[a-c]{1,2}$"}),
+    (0, {"type": ["integer", "boolean", "null"], "minimum": 0, "maximum": 8}),
+    (1, {"type": ["integer", "boolean", "null"], "minimum": 0, "maximum": 8}),
+])
+def test_generate_json_with_a_tiny_model_writes_distinct_items(load_tokenizer, seed, items):
     """Twelve values, up to six items: a random model repeats often unless the mask stops it."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -491,7 +496,6 @@ def test_generate_json_with_a_tiny_model_writes_distinct_items(load_tokenizer, s
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512)
     model = LlamaForCausalLM(config).eval()
-    schema = {"type": "array", "items": {"type": "string", "pattern": "^[a-c]{1,2}$"}, "uniqueItems": True,
-              "minItems": 4, "maxItems": 6}
+    schema = {"type": "array", "items": items, "uniqueItems": True, "minItems": 4, "maxItems": 6}
     value = generate_json(schema, "Tags: ", model, tokenizer, whitespace="compact", max_new_tokens=80, do_sample=True)
     assert jsonschema.Draft202012Validator(schema).is_valid(value), value
