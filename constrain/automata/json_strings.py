@@ -28,7 +28,7 @@ from .pushdown import CALL_SYMBOLS, WIDE_CALL
 
 __all__ = ["GOES_ON", "MANY_VALUES", "string_values", "StringEnds", "QuoteIndex", "quote_index", "plain_tokens",
            "written_suspects", "token_ids", "all_token_ids", "allowed_tokens", "in_order", "begins_some",
-           "beginnings", "short_prefixes"]
+           "beginnings", "short_prefixes", "acyclic_order"]
 
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 
@@ -63,7 +63,7 @@ def string_values(item: ByteDFA) -> int | None:
     if graph is None:
         return None
     successors, closing = graph
-    order = _acyclic_order(successors)
+    order = acyclic_order(successors)
     if order is None:
         return MANY_VALUES
     ways: dict[tuple[int, bool], int] = {}
@@ -127,7 +127,7 @@ def _inside_graph(trans: np.ndarray, start: int, accepting: np.ndarray):
     return successors, closing
 
 
-def _acyclic_order(successors: dict) -> list | None:
+def acyclic_order(successors: dict) -> list | None:
     """The nodes in topological order (None when there is a cycle)."""
     indegree = dict.fromkeys(successors, 0)
     for nexts in successors.values():

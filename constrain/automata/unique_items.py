@@ -33,14 +33,17 @@ configurations, as a counted string's count does.  What makes that exact and che
 
 from __future__ import annotations
 
+from collections import Counter
+from functools import lru_cache
 from typing import Mapping, NamedTuple
 
 import numpy as np
 
 from .byte_dfa import ByteDFA, regex_to_dfa
 from .dfa_ops import dfa_from_table, difference
-from .json_strings import (GOES_ON, MANY_VALUES, StringEnds, allowed_tokens, begins_some, beginnings, in_order,
-                           plain_tokens, quote_index, short_prefixes, string_values, token_ids, written_suspects)
+from .json_strings import (GOES_ON, MANY_VALUES, StringEnds, acyclic_order, allowed_tokens, begins_some, beginnings,
+                           in_order, plain_tokens, quote_index, short_prefixes, string_values, token_ids,
+                           written_suspects)
 from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA, without_bits
 
 __all__ = ["string_values", "item_values", "ItemValues", "GOES_ON", "MANY_VALUES", "ItemTrack", "NO_ITEMS",
@@ -104,52 +107,36 @@ def _first_bytes(item: ByteDFA, first: set[int]) -> ByteDFA | None:
     return dfa_from_table(trans, item.accepting, item.start)
 
 
-_CANONICAL: list[ByteDFA] = []
-
-
+@lru_cache(maxsize=1)
 def _canonical_scalars() -> ByteDFA:
-    if not _CANONICAL:
-        _CANONICAL.append(regex_to_dfa(CANONICAL_SCALARS))
-    return _CANONICAL[0]
+    return regex_to_dfa(CANONICAL_SCALARS)
 
 
 def _count_texts(dfa: ByteDFA) -> int:
     """How many texts ``dfa`` (trimmed: every state live) accepts, capped at
     :data:`MANY_VALUES` (and that where it loops)."""
     trans, accepting = dfa.trans, dfa.accepting
-
-    def successors(state: int) -> list[int]:
-        return trans[state][trans[state] >= 0].tolist()  # one per byte: each is a text of its own
-
-    order = _post_order(dfa.start, successors)
+    graph = _graph(dfa.start, lambda state: trans[state][trans[state] >= 0].tolist())  # a byte each: a text each
+    order = acyclic_order(graph)
     if order is None:
         return MANY_VALUES
     counts: dict[int, int] = {}
-    for state in order:  # successors first
-        counts[state] = min(MANY_VALUES, int(accepting[state]) + sum(counts[n] for n in successors(state)))
+    for state in reversed(order):  # successors first
+        counts[state] = min(MANY_VALUES, int(accepting[state]) + sum(counts[n] * k for n, k in graph[state].items()))
     return counts[dfa.start]
 
 
-def _post_order(start: int, successors) -> list[int] | None:
-    """The states reachable from ``start``, each after all its successors; None when a
-    cycle is reachable.  A stack, not recursion: chains of states may be long."""
-    order: list[int] = []
-    on_path: set[int] = set()
-    done: set[int] = set()
-    todo = [(start, False)]
+def _graph(start: int, successors) -> dict[int, Counter]:
+    """The states reachable from ``start``, each with how many moves lead to each of its
+    ``successors`` (the form :func:`~.json_strings.acyclic_order` takes)."""
+    graph: dict[int, Counter] = {}
+    todo = [start]
     while todo:
-        state, leaving = todo.pop()
-        if leaving:
-            on_path.discard(state)
-            done.add(state)
-            order.append(state)
-        elif state in on_path:
-            return None
-        elif state not in done:
-            on_path.add(state)
-            todo.append((state, True))
-            todo += [(nxt, False) for nxt in successors(state) if nxt not in done]
-    return order
+        state = todo.pop()
+        if state not in graph:
+            graph[state] = Counter(successors(state))
+            todo.extend(graph[state])
+    return graph
 
 
 class ItemTrack(NamedTuple):
@@ -316,10 +303,9 @@ class ScalarEnds:
         return found
 
     def _search_loops(self, start: int) -> bool:
-        def successors(state: int) -> list[int]:
-            return [target for byte, target in self._ends.moves_of(state) if byte in SCALAR_BYTES]
-
-        return _post_order(start, successors) is None
+        moves_of = self._ends.moves_of
+        graph = _graph(start, lambda state: [target for byte, target in moves_of(state) if byte in SCALAR_BYTES])
+        return acyclic_order(graph) is None
 
 
 def tracked_items(track: ItemTrack, byte: int) -> tuple[ItemTrack, bool]:
