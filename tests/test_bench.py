@@ -360,9 +360,12 @@ def test_cli_runs_the_schemas_an_ids_file_lists(capsys, tmp_path):
     assert main(argv) == 2 and "not among the schemas run" in capsys.readouterr().err
 
 
-def test_the_warm_up_builds_the_vocabulary_indexes_the_matchers_keep(llama3, infos):
+def test_the_warm_up_builds_the_vocabulary_indexes_the_matchers_keep(llama3, infos, monkeypatch):
     """Each warm-up text is accepted, and afterwards the per-vocabulary indexes that arrays
-    of distinct items read are built, so that no timed compile pays for them."""
+    of distinct items read are built, and an enum was checked with ``jsonschema`` (whose
+    first import costs seconds), so that no timed compile pays for them."""
+    import jsonschema
+
     from constrain import Compiler, Matcher
     from constrain.automata.json_strings import _PLAIN_TOKENS, _QUOTE_INDEXES
     from constrain.automata.unique_items import _SCALAR_INDEXES
@@ -371,6 +374,10 @@ def test_the_warm_up_builds_the_vocabulary_indexes_the_matchers_keep(llama3, inf
     info = infos("llama-3")
     for built in (_QUOTE_INDEXES, _PLAIN_TOKENS, _SCALAR_INDEXES):  # as in a fresh worker
         built.pop(info.hash, None)
+    validators_made = []
+    validator_for = jsonschema.validators.validator_for
+    monkeypatch.setattr(jsonschema.validators, "validator_for",
+                        lambda *args, **kwargs: validators_made.append(args) or validator_for(*args, **kwargs))
     compiler = Compiler(info, cache_dir=False)
     for schema, texts in WARMUP:
         compiled = compiler.compile_json_schema(schema)
@@ -378,3 +385,4 @@ def test_the_warm_up_builds_the_vocabulary_indexes_the_matchers_keep(llama3, inf
             matcher = Matcher(compiled)
             assert matcher.accept_bytes(text) and matcher.is_accepting(), text
     assert info.hash in _QUOTE_INDEXES and info.hash in _PLAIN_TOKENS and info.hash in _SCALAR_INDEXES
+    assert validators_made, "no warm-up enum was checked with jsonschema"
