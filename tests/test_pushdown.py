@@ -977,6 +977,17 @@ def test_many_items_of_a_large_automaton_are_calls():
     _items_agree_with_jsonschema(MANY_ITEMS, language)
 
 
+def test_many_required_items_of_a_large_automaton_are_calls():
+    """``minItems: 200`` with no ``maxItems`` copies the item 200 times too (Github_easy
+    o12622's ``minItems: 600`` of objects built for 0.4 s): the item is one callee, and
+    counts around the bound agree with ``jsonschema``."""
+    schema = {key: value for key, value in MANY_ITEMS.items() if key != "maxItems"} | {"minItems": 200}
+    language = schema_to_dfa(schema)
+    (body,) = language.recursive.values()
+    assert language.dfa.num_states < 200 * body.num_states // 10
+    _items_agree_with_jsonschema(schema, language)
+
+
 def test_many_items_past_the_narrow_call_symbols_take_a_wide_one(infos):
     """Long strings beside the array hold the narrow symbols: the item was then copied
     once per position (Github_medium o9906: 100 copies of a 2,726-state array, past the

@@ -88,7 +88,7 @@ MAX_CLASS_LOOPS = 6
 MAX_CLASS_CHOICES = 256
 #: Call symbols the shared definitions leave free, for recursive definitions.
 RESERVED_SYMBOLS = 2
-#: Array items are a callee from this maxItems on, when the copies would pass ITEMS_CALL_STATES.
+#: Array items are a callee from this many copies on (maxItems, else minItems), when they would pass ITEMS_CALL_STATES.
 ITEMS_CALL_MIN = 16
 ITEMS_CALL_STATES = 20_000
 #: Enums of at most this many values are checked value by value (jsonschema) against another
@@ -1326,7 +1326,8 @@ class SchemaEmitter:
         else:
             slots = spec.slots.items or NO_SLOTS
             prefix = [self.value_of(locs, chain, slots) for locs in spec.prefix_items]
-            rest, contains = self._repeated_items(rest_locs, chain, slots, spec.max_items), None
+            copies = spec.max_items if spec.max_items is not None else spec.min_items
+            rest, contains = self._repeated_items(rest_locs, chain, slots, copies), None
         graph = _items_graph(prefix, rest, spec.min_items, spec.max_items, contains, self.layout)
         if graph is NOTHING:
             return NOTHING
@@ -1403,13 +1404,15 @@ class SchemaEmitter:
             return dfa
         return expand_calls(dfa, {s: self.callees[s] for s in symbols})
 
-    def _repeated_items(self, locs: list[Loc], chain: tuple[str, ...], slots: Slots, max_items: int | None) -> RegexNode:
-        """The value of an array's rest items: a callee when ``maxItems`` would copy a large
-        automaton many times.
+    def _repeated_items(self, locs: list[Loc], chain: tuple[str, ...], slots: Slots, copies: int | None) -> RegexNode:
+        """The value of an array's rest items: a callee when the array's count (``maxItems``,
+        else ``minItems``) would copy a large automaton many times.
 
         ``{"maxItems": 256, "items": {<an object of 3,000 states>}}`` is exact only as
         256 copies of the item (a DFA counts by copying), and nested bounded arrays
-        multiply (Github_hard o9832: over 2,000,000 states).  As a callee the item is
+        multiply (Github_hard o9832: over 2,000,000 states); so is ``minItems: 600``
+        alone (Github_easy o12622: 600 copies of a two-member object, 0.4 s to
+        build and determinise before they were calls).  As a callee the item is
         built once and each copy is one call move.  Only where calls may stand (see
         :meth:`_shareable`) and for an item that starts with a byte; on a narrow symbol
         while one is spare (:meth:`_spare_symbols`), else on a wide one (counted strings
@@ -1417,7 +1420,7 @@ class SchemaEmitter:
         100 times in each of 15 branches).
         """
         tree = self.value_of(locs, chain, slots)
-        if max_items is None or max_items < ITEMS_CALL_MIN or tree is NOTHING or not self._shareable(slots):
+        if copies is None or copies < ITEMS_CALL_MIN or tree is NOTHING or not self._shareable(slots):
             return tree
         key = ("items",) + self._callee_key(locs)
         if key in self._callee_symbols:
@@ -1425,7 +1428,7 @@ class SchemaEmitter:
             return tree if call is None else call
         dfa = self._dfa(tree)
         narrow = self._spare_symbols() > RESERVED_SYMBOLS
-        if (dfa is None or dfa.num_states * max_items < ITEMS_CALL_STATES or not _callable(dfa)
+        if (dfa is None or dfa.num_states * copies < ITEMS_CALL_STATES or not _callable(dfa)
                 or not (narrow or self._wide_symbols_left())):
             return tree if dfa is None else Automaton(dfa)
         symbol = self._callee_symbols[key] = self._free_callee_symbol() if narrow else self._wide_symbol()
