@@ -7,10 +7,14 @@ each valid instance is forced through both matchers in turn (the Llama-3 tokeniz
 ``json.dumps(ensure_ascii=False)``), timing the mask and the step at every token.
 Reports medians and p99 of both and their ratios.
 
+With ``--beside``, the documents are instead long plain values (1,500 numbers, 1,000
+strings, a 1,500-word text, 500 objects) beside a short array of distinct strings or
+integers: what a unique array costs the rest of its document.
+
 Usage::
 
     python benchmarks/bench_unique_items.py [--ids benchmarks/unique_strings_schemas.txt] [--out unique.json]
-        [--property-order schema|any]
+        [--property-order schema|any] [--beside]
 """
 
 from __future__ import annotations
@@ -50,11 +54,27 @@ def _step_times(matcher, ids: list[int]) -> list[tuple[float, float]]:
     return out
 
 
+def _beside_cases() -> list[tuple[str, dict, list]]:
+    """(name, schema, [instance]): long plain values in ``v`` beside a unique array ``u``."""
+    plain = {
+        "numbers": ({"type": "array", "items": {"type": "number"}}, [i * 7 % 1000 for i in range(1500)]),
+        "strings": ({"type": "array", "items": {"type": "string"}}, [f"w{i * 7 % 1000}" for i in range(1000)]),
+        "text": ({"type": "string"}, " ".join(f"word{i}" for i in range(1500))),
+        "objects": ({"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}}}},
+                    [{"k": f"v{i}"} for i in range(500)]),
+    }
+    return [(f"{name} beside distinct {kind}s", {"type": "object", "properties": {
+        "u": {"type": "array", "uniqueItems": True, "items": {"type": kind}}, "v": schema}},
+             [{"u": ["a", "b"] if kind == "string" else [1, 2], "v": value}])
+            for name, (schema, value) in plain.items() for kind in ("string", "integer")]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ids", type=Path, default=HERE / "unique_strings_schemas.txt")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--property-order", choices=("schema", "any"), default="schema")
+    parser.add_argument("--beside", action="store_true", help="long plain values beside a unique array, not --ids")
     args = parser.parse_args(argv)
 
     from constrain import Compiler, Matcher, SchemaError
@@ -64,19 +84,22 @@ def main(argv: list[str] | None = None) -> int:
     from constrain.bench.maskbench import load_tokenizer
     from constrain.vocab import TokenizerInfo
 
-    wanted = {line.strip() for line in args.ids.read_text().splitlines() if line.strip() and not line.startswith("#")}
     tokenizer = load_tokenizer(None, data_dir())
     info = TokenizerInfo.from_huggingface(tokenizer)
-    cases = [c for c in load_jsonschemabench(data_dir()) if c.id in wanted]
+    if args.beside:
+        cases = _beside_cases()
+    else:
+        wanted = {line.strip() for line in args.ids.read_text().splitlines() if line.strip() and not line.startswith("#")}
+        cases = [(c.id, c.schema, [i.data for i in c.instances if i.valid])
+                 for c in load_jsonschemabench(data_dir()) if c.id in wanted]
     times = {"unique": [], "plain": []}
     used = 0
-    for index, case in enumerate(cases):
-        progress(f"{index + 1}/{len(cases)} {case.id}")
+    for index, (name, schema, instances) in enumerate(cases):
+        progress(f"{index + 1}/{len(cases)} {name}")
         try:
             order = args.property_order
-            exact = Compiler(info, cache_dir=False).compile_json_schema(case.schema, property_order=order)
-            plain = Compiler(info, cache_dir=False).compile_json_schema(_without_unique(case.schema),
-                                                                        property_order=order)
+            exact = Compiler(info, cache_dir=False).compile_json_schema(schema, property_order=order)
+            plain = Compiler(info, cache_dir=False).compile_json_schema(_without_unique(schema), property_order=order)
         except SchemaError:
             continue
         engine = exact.engine
@@ -85,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         if not kept:
             continue
         used += 1
-        for instance in (i for i in case.instances if i.valid):
-            ids = tokenizer.encode(json.dumps(instance.data, ensure_ascii=False), add_special_tokens=False)
+        for instance in instances:
+            ids = tokenizer.encode(json.dumps(instance, ensure_ascii=False), add_special_tokens=False)
             pairs = [_step_times(Matcher(compiled), ids) for compiled in (exact, plain)]
             steps = min(map(len, pairs))  # the same tokens on both sides
             times["unique"] += pairs[0][:steps]

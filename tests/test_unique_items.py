@@ -18,6 +18,7 @@ import pytest
 from constrain import Compiler, Matcher, SchemaError
 from constrain.automata.unique_items import GOES_ON, MANY_VALUES, UniqueItemsTokenPDA, string_values
 from constrain.automata.byte_dfa import regex_to_dfa
+from constrain.automata.member_sets import MemberSetTokenPDA
 from constrain.grammar.json_schema import JsonSchemaOptions, schema_to_dfa
 from constrain.testing import RegexOracle, check_masks_along_random_walk
 
@@ -452,6 +453,71 @@ def test_scalar_masks_are_exact_against_a_brute_force_oracle(llama3_compiler, in
     problem = check_masks_along_random_walk(Matcher(compiled), oracle(info), info, steps=4, seed=len(start),
                                             start=start)
     assert problem is None, problem
+
+
+#: A unique array beside a plain one: the matcher records the values of the first only.
+BESIDE_PLAIN = {"type": "object", "additionalProperties": False, "required": ["u", "v"], "properties": {
+    "u": INTEGERS, "v": {"type": "array", "items": {"anyOf": [{"type": "integer"}, {"enum": ["a", "b"]}]}}}}
+
+
+class _BesidePlainOracle(RegexOracle):
+    """``{"u":[distinct integers],"v":[integers or "a"/"b", repeats allowed]}``, compact:
+    the structure by partial matching, ``u``'s items as :func:`_integers_oracle` judges
+    them, ``v``'s by nothing but the structure."""
+
+    def __init__(self, info):
+        item = "(?:-?[1-9][0-9]*|0)"
+        array = f"\\[(?:{item}(?:,{item})*)?\\]"
+        plain = '(?:-?[1-9][0-9]*|0|"a"|"b")'
+        super().__init__(f'\\{{"u":{array},"v":\\[(?:{plain}(?:,{plain})*)?\\]\\}}', info.token_bytes,
+                         info.eos_token_ids)
+        self.unique = _integers_oracle(info)
+
+    def is_viable(self, data: bytes) -> bool:
+        if not super().is_viable(data):
+            return False
+        items = data[len(b'{"u":'):]
+        return not items or self.unique.is_viable(items[:items.index(b"]") + 1] if b"]" in items else items)
+
+    def is_complete(self, data: bytes) -> bool:
+        return super().is_complete(data) and self.is_viable(data)
+
+
+@pytest.mark.parametrize("order, start", [
+    ("schema", b'{"u":[1,0,1'), ("schema", b'{"u":[1,0],"v":[0,0,1'), ("schema", b'{"u":[],"v":["a",1,"a",1,'),
+    ("any", b'{"u":[7],"v":[7,7'), ("any", b'{"u":[0,1,2,3'),
+])
+def test_a_plain_array_beside_a_unique_one_may_repeat(llama3_compiler, infos, order, start):
+    """Every token of Llama 3 against the oracle: ``v`` repeats freely once its values are
+    no longer recorded (only arrays some configuration keeps distinct are); in any member
+    order too (``u`` is written first here, so the oracle's order holds)."""
+    compiled = llama3_compiler.compile_json_schema(BESIDE_PLAIN, whitespace="compact", property_order=order)
+    assert isinstance(compiled.engine, UniqueItemsTokenPDA if order == "schema" else MemberSetTokenPDA)
+    info = infos("llama-3")
+    problem = check_masks_along_random_walk(Matcher(compiled), _BesidePlainOracle(info), info, steps=4,
+                                            seed=len(start), start=start)
+    assert problem is None, problem
+
+
+@pytest.mark.parametrize("schema", [BESIDE_PLAIN, {"type": "object", "properties": {"u": TAGS, "t": {"type": "string"}}}])
+def test_texts_outside_unique_arrays_leave_no_record(llama3_compiler, schema):
+    """The matcher's state after different plain values is the same (so its masks are
+    remembered), while inside a unique array the values written are kept."""
+    automaton = llama3_compiler.compile_json_schema(schema, whitespace="compact").engine.unique
+
+    def state(text: str):
+        current = automaton.start
+        for byte in text.encode():
+            current = automaton.step(current, byte)
+            assert current is not None, text
+        return current
+
+    if "v" in schema["properties"]:
+        assert state('{"u":[1],"v":[2,"a",3') == state('{"u":[4,5],"v":[6,"b",7,8,9')
+        assert state('{"u":[1,2') != state('{"u":[1,3')
+    else:
+        assert state('{"t":"a long text') == state('{"t":"another, [longer] one')
+        assert state('{"u":["a","b') != state('{"u":["a","c')
 
 
 def test_a_repeated_scalar_is_refused_where_it_ends(llama3_compiler, infos):

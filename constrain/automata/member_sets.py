@@ -400,6 +400,7 @@ class MemberSetAutomaton(ByteReader):
                     rule, state, after.string, after.escaped, keys))
         if unique is not None:
             moved = unique.after(moved, after.items)
+            after = after._replace(items=unique.recorded(moved, after.items))
         return (moved, after) if moved else None
 
     def blocked(self, rule: int, written: frozenset[bytes]) -> frozenset[bytes]:
