@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.beside:
         cases = _beside_cases()
     else:
-        wanted = {line.strip() for line in args.ids.read_text().splitlines() if line.strip() and not line.startswith("#")}
+        lines = [line.strip() for line in args.ids.read_text().splitlines()]
+        wanted = {line for line in lines if line and not line.startswith("#")}
         cases = [(c.id, c.schema, [i.data for i in c.instances if i.valid])
                  for c in load_jsonschemabench(data_dir()) if c.id in wanted]
     times = {"unique": [], "plain": []}

@@ -499,7 +499,8 @@ def test_a_plain_array_beside_a_unique_one_may_repeat(llama3_compiler, infos, or
     assert problem is None, problem
 
 
-@pytest.mark.parametrize("schema", [BESIDE_PLAIN, {"type": "object", "properties": {"u": TAGS, "t": {"type": "string"}}}])
+@pytest.mark.parametrize("schema", [BESIDE_PLAIN,
+                                    {"type": "object", "properties": {"u": TAGS, "t": {"type": "string"}}}])
 def test_texts_outside_unique_arrays_leave_no_record(llama3_compiler, schema):
     """The matcher's state after different plain values is the same (so its masks are
     remembered), while inside a unique array the values written are kept."""

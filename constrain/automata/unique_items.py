@@ -147,8 +147,8 @@ class ItemTrack(NamedTuple):
     :meth:`UniqueItemsAutomaton.recorded`), the string being read (None outside one;
     ``b""`` while ``written`` is None, where only that one is open matters) and
     whether its last byte was an escaping backslash.  Strings are kept as written,
-    without their quotes: the language spells each string one way (``json.dumps(ensure_ascii=False)``), so
-    equal texts are equal strings.  Where some unique array's items are other scalars
+    without their quotes: the language spells each string one way
+    (``json.dumps(ensure_ascii=False)``), so equal texts are equal strings.  Where some unique array's items are other scalars
     too (:attr:`UniqueItemsAutomaton.scalars`), ``scalars`` holds those the array wrote,
     as written, and ``scalar`` the one being read (None outside one)."""
 
