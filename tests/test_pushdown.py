@@ -1068,14 +1068,13 @@ def test_sharing_picks_the_definitions_that_save_most():
 
 def test_closures_are_remembered_and_bounded(monkeypatch):
     """A closure read again is the one computed (a reader steps a state by many bytes), and
-    the memo starts afresh past MAX_CLOSURES without changing what closures are."""
-    from constrain.automata import pushdown
-
+    the memo starts afresh past its bound (MAX_CLOSURES, set when the automaton is made)
+    without changing what closures are."""
     automaton = schema_to_dfa({"type": "array", "items": {}}).automaton
     state = automaton.walk(automaton.start, b"[[1")
     closed = automaton.closure(state)
     assert automaton.closure(state) is closed and len(closed) > len(state)
     assert sorted(closed) == sorted(set(automaton._closure(state)))
-    monkeypatch.setattr(pushdown, "MAX_CLOSURES", 1)
+    monkeypatch.setattr(automaton._closures, "limit", 1)
     assert automaton.walk(automaton.start, b'[[{"a":[') is not None  # a closure per step
     assert len(automaton._closures) <= 1 and automaton.closure(state) == closed

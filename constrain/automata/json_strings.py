@@ -24,6 +24,7 @@ import numpy as np
 
 from ._dfa_kernels import string_loops
 from .byte_dfa import ByteDFA
+from .memo import BoundedMemo
 from .pushdown import CALL_SYMBOLS, WIDE_CALL
 
 __all__ = ["GOES_ON", "MANY_VALUES", "string_values", "StringEnds", "QuoteIndex", "quote_index", "plain_tokens",
@@ -174,8 +175,8 @@ class StringEnds:
         self._loops: dict[tuple[int, bool], bool] = {}
         self._always: dict[tuple[int, bool], bool] = {}
         self._local: np.ndarray | None = None  # string_loops' scratch, made on first use
-        self._moves: dict[int, list[tuple[int, int]]] = {}  # (byte, target) per state read
-        self._fresh: dict[tuple[int, bytes, bool, frozenset[bytes]], bool] = {}
+        self._moves = BoundedMemo(4_096)  # (byte, target) per state read; a free string's state has some 240
+        self._fresh = BoundedMemo(10_000)  # keys hold the text read so far, which may be long
 
     def fresh(self, state: int, text: bytes, escaped: bool, written: frozenset[bytes]) -> bool:
         """Some way on from ``state`` (inside a string, ``text`` read so far) closes the
@@ -186,9 +187,7 @@ class StringEnds:
         key = (state, text, escaped, written)
         found = self._fresh.get(key)
         if found is None:  # each suspect token of a mask asks again from the same place
-            if len(self._fresh) > 10_000:  # keys hold the text read so far, which may be long
-                self._fresh.clear()
-            found = self._fresh[key] = self._search_fresh(state, text, escaped, written)
+            found = self._fresh.remember(key, self._search_fresh(state, text, escaped, written))
         return found
 
     def _search_fresh(self, state: int, text: bytes, escaped: bool, written: frozenset[bytes]) -> bool:
@@ -211,11 +210,9 @@ class StringEnds:
         """The (byte, target) moves of ``state`` (memoised: the table's rows are numpy)."""
         found = self._moves.get(state)
         if found is None:
-            if len(self._moves) > 4_096:  # a free string's state has some 240 moves
-                self._moves.clear()
             row = self.trans[state]
             live = np.flatnonzero(row >= 0)
-            found = self._moves[state] = list(zip(live.tolist(), row[live].tolist()))
+            found = self._moves.remember(state, list(zip(live.tolist(), row[live].tolist())))
         return found
 
     def goes_on(self, state: int, escaped: bool) -> bool:

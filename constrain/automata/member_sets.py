@@ -42,6 +42,7 @@ from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
+from .memo import BoundedMemo
 from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA, cleared_bits, without_bits
 from .json_strings import (GOES_ON, StringEnds, all_token_ids, allowed_tokens, plain_tokens, quote_index,
                            token_ids, written_suspects)
@@ -285,11 +286,11 @@ class MemberSetAutomaton(ByteReader):
             roles[lo:hi] = member_roles(pda, symbol)
         self._rule_of, self._roles = rule_of.tolist(), roles.tolist()
         self.ends = StringEnds(pda.trans)
-        self._ahead: dict[tuple[int, int, frozenset[bytes]], bool] = {}
-        self._blocked: dict[tuple[int, frozenset[bytes]], frozenset[bytes]] = {}
-        self._only: dict[tuple[int, frozenset[bytes]], frozenset[bytes] | None] = {}
-        self._steps: dict[tuple[tuple, int], tuple | None] = {}
-        self._exhausted: dict[tuple[frozenset[int], frozenset[bytes], int], bool] = {}
+        self._ahead = BoundedMemo(100_000)  # (state, rule, written) -> bool
+        self._blocked = BoundedMemo(100_000)  # (rule, written) -> keys not next
+        self._only = BoundedMemo(100_000)  # (rule, written) -> the only keys next, or None
+        self._steps = BoundedMemo(100_000)  # (state, byte) -> state or None
+        self._exhausted = BoundedMemo(100_000)  # (rules, written, slack) -> bool
         #: Whether some rule has member groups or ``maxProperties`` (keys may be refused
         #: before they are written).
         self.grouped = any(rule.groups or rule.max_properties != GOES_ON for rule in self.rules)
@@ -326,9 +327,7 @@ class MemberSetAutomaton(ByteReader):
         key = (rules, written, slack)
         found = self._exhausted.get(key)
         if found is None:
-            if len(self._exhausted) > 100_000:
-                self._exhausted.clear()
-            found = self._exhausted[key] = self._exhausted_now(rules, written, slack)
+            found = self._exhausted.remember(key, self._exhausted_now(rules, written, slack))
         return found
 
     def _exhausted_now(self, rules: frozenset[int], written: frozenset[bytes], slack: int) -> bool:
@@ -370,9 +369,7 @@ class MemberSetAutomaton(ByteReader):
         key = (state, byte)
         found = self._steps.get(key, _UNKNOWN)
         if found is _UNKNOWN:
-            if len(self._steps) > 100_000:
-                self._steps.clear()
-            found = self._steps[key] = self._step(state, byte)
+            found = self._steps.remember(key, self._step(state, byte))
         return found
 
     def _step(self, state: tuple, byte: int) -> tuple | None:
@@ -412,9 +409,7 @@ class MemberSetAutomaton(ByteReader):
             if not met.groups and met.max_properties == GOES_ON:  # required keys and minProperties can be met later
                 return written
             found = written | {name for name in met.relevant - written if not met.feasible(written | {name})}
-            if len(self._blocked) > 100_000:
-                self._blocked.clear()
-            self._blocked[(rule, written)] = found
+            self._blocked.remember((rule, written), found)
         return found
 
     def only(self, rule: int, written: frozenset[bytes]) -> frozenset[bytes] | None:
@@ -427,9 +422,7 @@ class MemberSetAutomaton(ByteReader):
         if found is _UNKNOWN:
             met = self.rules[rule]
             found = None if met.open_to_others(written) else met.relevant - self.blocked(rule, written)
-            if len(self._only) > 100_000:
-                self._only.clear()
-            self._only[key] = found
+            self._only.remember(key, found)
         return found
 
     def may_write(self, rule: int, written: frozenset[bytes], name: bytes) -> bool:
@@ -542,9 +535,7 @@ class MemberSetAutomaton(ByteReader):
                     if nxt >= 0 and nxt not in seen:
                         seen.add(nxt)
                         todo.append(nxt)
-            if len(self._ahead) > 100_000:
-                self._ahead.clear()
-            self._ahead[(state, rule, written)] = found
+            self._ahead.remember((state, rule, written), found)
         return found
 
     def is_accepting(self, state: tuple) -> bool:
@@ -686,7 +677,7 @@ class MemberSetTokenPDA(ReaderTokenPDA):
         self._rules: dict[tuple, frozenset[int]] = {}
         # By matcher state: the suspects that fail (cleared_bits).  A value's text is not
         # in the state (:func:`_lexed`), so a long value's tokens share one entry.
-        self._killed: dict[tuple, tuple] = {}
+        self._killed = BoundedMemo(MAX_REMEMBERED_STATES)  # state -> kept keys or killed tokens
 
     def _cut_mask(self, state: tuple) -> np.ndarray:
         """The row of ``state``'s configurations less the tokens that fail there (remembered
@@ -698,9 +689,7 @@ class MemberSetTokenPDA(ReaderTokenPDA):
             killed = self._kept_in_key(state)
             if killed is None:
                 killed = self.killed(state, self._suspects(state[0], state[1], words))
-            if len(self._killed) >= MAX_REMEMBERED_STATES:
-                self._killed.clear()
-            self._killed[state] = killed
+            self._killed.remember(state, killed)
         if isinstance(killed, _Kept):
             return self._with_kept(words, killed, state[1])
         return without_bits(words, killed)

@@ -49,6 +49,7 @@ from .byte_dfa import ByteDFA, _NFA, _kernel_arrays, _minimize, _prune_dead, _su
 from .cache import DiskCache
 from .counted_loops import LongTokens
 from .engine_base import EngineBase, new_exit_memo
+from .memo import BoundedMemo
 from .token_dfa import MAX_FORCED_BYTES
 from .token_trie import TokenTrie, new_loop_memo
 
@@ -396,7 +397,7 @@ class PushdownDFA(ByteReader):
                                      self.callee_starts[columns].tolist()):
             self._calls_of[state] += ((ret, start),)
         self._accept_list = self.accepting.tolist()
-        self._closures: dict[tuple, tuple] = {}
+        self._closures = BoundedMemo(MAX_CLOSURES)  # configurations -> their closure
         self._loops: list[tuple[int, int]] = []  # (entry, exit_at) per counted callee
         #: Per state: the index in ``counted`` of its counted loop, or -1 (None: no loops).
         self.loop_of: list[int] | None = None
@@ -436,9 +437,7 @@ class PushdownDFA(ByteReader):
         a quote, a comma, a brace...), each step from the same closure."""
         found = self._closures.get(configs)
         if found is None:
-            if len(self._closures) >= MAX_CLOSURES:
-                self._closures.clear()
-            found = self._closures[configs] = tuple(self._closure(configs))
+            found = self._closures.remember(configs, tuple(self._closure(configs)))
         return found
 
     def _closure(self, configs: tuple) -> list[tuple]:
@@ -669,15 +668,12 @@ class ReaderTokenPDA(TokenPDA):
 
     def __init__(self, automaton: PushdownDFA, info, disk: DiskCache | None = None) -> None:
         super().__init__(automaton, info, disk)
-        self._masks: dict[tuple, np.ndarray] = {}
+        self._masks = BoundedMemo(MAX_REMEMBERED_MASKS)  # state -> mask words
 
     def mask_words(self, state: tuple) -> np.ndarray:
         found = self._masks.get(state)
         if found is None:
-            found = self._cut_mask(state)
-            if len(self._masks) >= MAX_REMEMBERED_MASKS:
-                self._masks.clear()
-            self._masks[state] = found
+            found = self._masks.remember(state, self._cut_mask(state))
         return found
 
     def _cut_mask(self, state: tuple) -> np.ndarray:

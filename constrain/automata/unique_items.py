@@ -41,6 +41,7 @@ import numpy as np
 
 from .byte_dfa import ByteDFA, regex_to_dfa
 from .dfa_ops import dfa_from_table, difference
+from .memo import BoundedMemo
 from .json_strings import (GOES_ON, MANY_VALUES, StringEnds, acyclic_order, allowed_tokens, begins_some, beginnings,
                            in_order, plain_tokens, quote_index, short_prefixes, string_values, token_ids,
                            written_suspects)
@@ -284,7 +285,7 @@ class ScalarEnds:
     def __init__(self, ends: StringEnds) -> None:
         self._ends = ends  # its memoised rows
         self._loops: dict[int, bool] = {}
-        self._fresh: dict[tuple[int, bytes, frozenset[bytes]], bool] = {}
+        self._fresh = BoundedMemo(10_000)  # (state, text, written) -> bool
 
     def fresh(self, state: int, text: bytes, written: frozenset[bytes]) -> bool:
         """Some way on from ``state`` (``text`` read so far) ends the scalar as one not in
@@ -293,9 +294,7 @@ class ScalarEnds:
         key = (state, text, written)
         found = self._fresh.get(key)
         if found is None:
-            if len(self._fresh) > 10_000:
-                self._fresh.clear()
-            found = self._fresh[key] = self._search_fresh(state, text, written)
+            found = self._fresh.remember(key, self._search_fresh(state, text, written))
         return found
 
     def _search_fresh(self, state: int, text: bytes, written: frozenset[bytes]) -> bool:
