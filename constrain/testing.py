@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from .automata.memo import BoundedMemo
+
 __all__ = [
     "ecma_to_python_regex",
     "RegexOracle",
@@ -408,7 +410,7 @@ class GrammarOracle:
 
 
 #: ``_parser_key -> (parse table, accepts)``; holding the table keeps its id from being reused.
-_ACCEPTS_MEMO: dict[tuple, tuple] = {}
+_ACCEPTS_MEMO = BoundedMemo(1 << 16)
 
 
 def _parser_key(parser) -> tuple:
@@ -422,13 +424,12 @@ def _accepts(parser) -> frozenset[str]:
     key = _parser_key(parser)
     found = _ACCEPTS_MEMO.get(key)
     if found is None:
-        if len(_ACCEPTS_MEMO) > 1 << 16:
-            _ACCEPTS_MEMO.clear()
-        found = _ACCEPTS_MEMO[key] = (parser.parser_state.parse_conf.parse_table, frozenset(parser.accepts()))
+        found = _ACCEPTS_MEMO.remember(key, (parser.parser_state.parse_conf.parse_table, frozenset(parser.accepts())))
     return found[1]
 
 
-_SHIFT_MEMO: dict[tuple, object] = {}
+#: ``(_parser_key, terminal name) -> (parse table, parser after it)``.
+_SHIFT_MEMO = BoundedMemo(1 << 16)
 
 
 def _shift(parser, name: str, value: str = ""):
@@ -443,14 +444,12 @@ def _shift(parser, name: str, value: str = ""):
     key = (_parser_key(parser), name)
     if key in _SHIFT_MEMO:
         return _SHIFT_MEMO[key][1]
-    if len(_SHIFT_MEMO) > 1 << 16:
-        _SHIFT_MEMO.clear()
     result = parser.copy()
     try:
         result.feed_token(Token(name, value))
     except UnexpectedInput:
         result = None
-    _SHIFT_MEMO[key] = (parser.parser_state.parse_conf.parse_table, result)
+    _SHIFT_MEMO.remember(key, (parser.parser_state.parse_conf.parse_table, result))
     return result
 
 

@@ -1273,8 +1273,8 @@ _PRESENCE_PROPS = {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"ty
 ])
 @pytest.mark.parametrize("order", ["schema", "any"])
 def test_member_rules_are_exact(schema, order):
-    """anyOf/oneOf whose branches only list required names (emit._Presence) and
-    dependencies on lists of names (emit._Dependency) are tracked in the member graph
+    """anyOf/oneOf whose branches only list required names (member_groups.Presence) and
+    dependencies on lists of names (member_groups.Dependency) are tracked in the member graph
     instead of one copy of the object per branch or case: exact against jsonschema on
     every member order of up to four names (refusals only where the documented member
     order, or a product's one order, leaves the text out)."""
@@ -1359,12 +1359,12 @@ def test_member_wise_one_of_is_exact(schema, monkeypatch):
 
 
 def _member_wise_routes(monkeypatch) -> list[bool]:
-    """What each member-group candidate was found (see ``emit._member_wise``), in call order."""
+    """What each member-group candidate was found (see ``member_groups.is_member_wise``), in call order."""
     import constrain.grammar.json_schema.emit as emit
 
     routes: list[bool] = []
-    original = emit._member_wise
-    monkeypatch.setattr(emit, "_member_wise", lambda *args: routes.append(original(*args)) or routes[-1])
+    original = emit.is_member_wise
+    monkeypatch.setattr(emit, "is_member_wise", lambda *args: routes.append(original(*args)) or routes[-1])
     return routes
 
 
@@ -1484,10 +1484,10 @@ def test_a_constraint_the_member_schema_implies_splits_nothing(monkeypatch):
 def test_implied_constraints(base, constraint, draft, implied):
     """Which member constraints the member's own schema implies keyword by keyword."""
     from constrain.grammar.json_schema.document import Loc
-    from constrain.grammar.json_schema.emit import _implied
+    from constrain.grammar.json_schema.member_groups import implied_by
 
-    assert _implied([Loc(base, "/p", "urn:x", draft)], Loc(constraint, "/q", "urn:x", draft), draft) is implied
-    assert not _implied([Loc(base, "/p", "urn:y", draft)], Loc({"minimum": 1}, "/q", "urn:x", draft), draft)
+    assert implied_by([Loc(base, "/p", "urn:x", draft)], Loc(constraint, "/q", "urn:x", draft), draft) is implied
+    assert not implied_by([Loc(base, "/p", "urn:y", draft)], Loc({"minimum": 1}, "/q", "urn:x", draft), draft)
 
 
 @pytest.mark.parametrize("schema, order", [

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..automata.memo import BoundedMemo
 from ..automata.token_trie import token_trie_for
 from ..matcher import Matcher, _as_numpy_rows
 from .identifiers import RELEASED, IdentifierDFA, boundary_guard, identifier_dfa
@@ -135,7 +136,7 @@ class MonitorContext:
         self.boundary = bytes(sorted(set(boundary))) if split_at_triggers else b""
         self.idle_words = self._boundary_guard(self.boundary) if self.boundary else None
         # Keyed by the automaton object itself (not its id, which a collected one could reuse).
-        self._masks: dict[tuple[IdentifierDFA, int], np.ndarray] = {}
+        self._masks: BoundedMemo = BoundedMemo(_MASK_CACHE_SIZE)  # (IdentifierDFA, state) -> mask words
         self.stats = {"trigger_checks": 0, "triggers": 0, "mask_walks": 0}
 
     def _walk(self, trans: np.ndarray, state: int, ends: np.ndarray | None = None) -> np.ndarray:
@@ -174,9 +175,7 @@ class MonitorContext:
             words = self._identifier_walk(dfa, state)
             if dfa.accepting[state]:
                 words |= self.eos_words
-            if len(self._masks) >= _MASK_CACHE_SIZE:
-                self._masks.clear()
-            self._masks[key] = words
+            self._masks.remember(key, words)
         return words
 
     def clear_masks(self) -> None:

@@ -21,7 +21,8 @@ from ...automata.member_sets import MemberRule, MemberSetAutomaton
 from ...automata.unique_items import UniqueItemsAutomaton
 from ...errors import RegexError, SchemaError
 from .document import SchemaDocument, load_schema
-from .emit import WHITESPACE_MODES, WS_BYTES, Layout, SchemaEmitter, any_value_callee, largest_parts
+from .emit import SchemaEmitter, any_value_callee, largest_parts
+from .layout import WHITESPACE_MODES, WS_BYTES, Layout
 from .strings import CountedString, counted_string_callee
 from .trees import NOTHING, seq
 

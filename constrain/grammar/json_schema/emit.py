@@ -20,10 +20,7 @@ import itertools
 import json
 import math
 from collections import Counter
-from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass
-from decimal import Decimal
 from functools import cached_property, lru_cache, partial
 from typing import Any, Iterator, Sequence
 
@@ -35,30 +32,36 @@ from ...automata.dfa_ops import (any_suffix_marker, difference, has_any_suffix, 
 from ...automata.pushdown import (CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, WIDE_CALL, WIDE_SYMBOLS, call_marker, called_symbols,
                                   expand_calls, has_calls)
 from ...automata.member_sets import MemberRule
-from ...automata.json_strings import GOES_ON, MANY_VALUES, string_values
+from ...automata.json_strings import GOES_ON
 from ...automata.unique_items import ItemValues, item_values
 from ...errors import RegexError, SchemaError
 from ..regex import Alt, Automaton, Concat, Graph, Repeat, RegexNode
-from .content import is_json_text, json_text_callee, json_text_dfa, json_text_string
+from .content import json_text_callee, json_text_dfa, json_text_string
 from .document import Loc, SchemaDocument, readable_key
 from .formats import FORMAT_MAX_LENGTH, FORMAT_NOTES, FORMATS, UNENFORCEABLE_FORMATS
+from .layout import Layout
+from .member_graphs import (any_order_graph, distinct_items_graph, items_graph, keys_by_value, members_graph,
+                            with_separators)
+from .member_groups import (Dependency, Presence, ValueClasses, chosen_classes, constraint_kinds, dependency_positions,
+                            exclusion_group, extra_key_count, implied_by, is_member_wise, member_names, member_rule,
+                            names_dependency, negated_member, presence_positions, types_outside, with_member_group,
+                            with_presence_groups)
 from .numbers import EVERY_PLAIN, JSON_SPELLING, NUMBER, PLAIN, integer_tree, multiple_of_dfa, number_literal, number_tree
 from .sharing import recursive_definitions, scan_references, shared_definitions
 from .slots import shared_slots
-from .spec import (ANNOTATION_KEYWORDS, BASE64_PATTERN, NO_SLOTS, VARYING_APPLICATORS, KeyRule, Slots, Spec, SpecWalk,
-                   copy_spec, MemberGroup, allowed_types, dependency_names, group_branches, merge_orders, place_branch, ref_keyword, spec_of,
-                   unknown_keywords)
-from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, PATTERN_COUNT, SHORT_STRING, CountedString,
-                      any_string_dfa, bounds_implied, counted_states, encode_chars, encoded_string, pattern_tree,
-                      string_tree, utf8_chars)
-from .trees import EMPTY, NOTHING, alt, cls, lit, rep, separated_loop, seq, star
+from .spec import (ANNOTATION_KEYWORDS, NO_SLOTS, VARYING_APPLICATORS, KeyRule, Slots, Spec, SpecWalk, copy_spec,
+                   MemberGroup, group_branches, place_branch, ref_keyword, spec_of)
+from .strings import (ANY_CHAR, LONG_STRING, MAX_COUNTED_LOW, MAX_SHORT_COUNTS, PATTERN_COUNT, SHORT_STRING,
+                      CountedString, any_string_dfa, bounds_implied, counted_states, encode_chars, encoded_string,
+                      pattern_tree, string_tree)
+from .trees import EMPTY, NOTHING, alt, lit, rep, separated_loop, seq, star
+from .values import (ALL_TYPES, ecma_validator_class, enum_keys, json_key, json_types, key_classes, meets_content,
+                     narrowed_to, pattern_key_dfa, possible_types, regex_blame, search_name, text_value_key,
+                     unique_values)
 
-__all__ = ["Layout", "SchemaEmitter", "WHITESPACE_MODES", "largest_parts", "any_value_callee"]
+__all__ = ["SchemaEmitter", "largest_parts", "any_value_callee"]
 
-WHITESPACE_MODES = ("flexible", "canonical", "compact")
-_ALL_TYPES = frozenset(("null", "boolean", "object", "array", "string", "number", "integer"))
 _TYPE_GROUPS = tuple(map(frozenset, (("null",), ("boolean",), ("object",), ("array",), ("string",), ("number", "integer"))))
-WS_BYTES = b" \t\n\r"
 # Free-form values inside the operands of products (not, oneOf, if, contains) nest at most this deep.
 OPERAND_ANY_DEPTH = 3
 # What _callee_symbols records for a recursive definition no value meets (not a byte).
@@ -75,9 +78,6 @@ MAX_ANY_ORDER_MEMBERS = 6
 #: values, up to this many members (at 6, ui5.yaml and three others passed the state
 #: limit or the compile timeout); larger objects keep schema order.
 MAX_GRAPH_ORDER_MEMBERS = 3
-#: An any-order object's member groups may mention this many names at most besides its
-#: required ones: the matcher searches their subsets for a way to end.
-MAX_GROUP_NAMES = 12
 #: An any-order object whose member groups split members' values into classes is, per
 #: choice of a class (or absence) for each such member, a loop of its own; at most this
 #: many loops (see ``SchemaEmitter._loops_by_class``): each holds every member's value,
@@ -100,45 +100,6 @@ MAX_TYPE_DEPTH = 3
 MAX_DISTINCT_VALUES = 8
 #: ... spelled in at most this many texts in all (a value may have several spellings).
 MAX_DISTINCT_TEXTS = 64
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where whitespace goes: between every two tokens (flexible) or as json.dumps writes it."""
-
-    mode: str
-
-    # Trees are immutable: each piece is built once per layout (objects ask for them per member).
-    @property
-    def ws(self) -> RegexNode:
-        return _layout_piece(self.mode, "ws")
-
-    def comma(self) -> RegexNode:
-        return _layout_piece(self.mode, ",")
-
-    def colon(self) -> RegexNode:
-        return _layout_piece(self.mode, ":")
-
-    def opening(self, char: str) -> RegexNode:
-        return _layout_piece(self.mode, char)
-
-    def closing(self, char: str) -> RegexNode:
-        return _layout_piece(self.mode, char)
-
-
-@lru_cache(maxsize=None)
-def _layout_piece(mode: str, piece: str) -> RegexNode:
-    """Whitespace, a separator or a bracket (with the whitespace on its inner side) in ``mode``."""
-    ws = star(cls((" ", " "), ("\t", "\t"), ("\n", "\n"), ("\r", "\r"))) if mode == "flexible" else EMPTY
-    if piece == "ws":
-        return ws
-    if piece in "{[":
-        return seq(lit(piece), ws)
-    if piece in "}]":
-        return seq(ws, lit(piece))
-    if mode == "flexible":
-        return seq(ws, lit(piece), ws)
-    return lit(piece + " ") if mode == "canonical" else lit(piece)
 
 
 class SchemaEmitter:
@@ -548,7 +509,7 @@ class SchemaEmitter:
             return self._with_operand(spec, chain)
         if spec.enums:
             return self._enum_tree(spec)
-        spec = _with_presence_groups(spec)
+        spec = with_presence_groups(spec)
         if spec.any_of:
             group, rest = spec.any_of[0], spec.without(any_of=spec.any_of[1:])
             if rest.unevaluated_properties or rest.unevaluated_items:
@@ -557,12 +518,12 @@ class SchemaEmitter:
         if spec.one_of:
             return self._one_of(spec, chain)
         if spec.nots:
-            kept_types = _types_outside(spec.nots[0].node, spec.types)
+            kept_types = types_outside(spec.nots[0].node, spec.types)
             if kept_types is not None:  # `not: {"type": ...}`: the other types, no product
                 return self.spec_tree(spec.without(nots=spec.nots[1:], types=kept_types), chain)
-            moved = _exclusion_group(spec.nots[0])
+            moved = exclusion_group(spec.nots[0])
             if moved is not None:  # `not: {"required": [...]}`: a member group, no product
-                return self.spec_tree(_with_member_group(spec.without(nots=spec.nots[1:]), moved), chain)
+                return self.spec_tree(with_member_group(spec.without(nots=spec.nots[1:]), moved), chain)
             base = spec.without(nots=spec.nots[1:])
             negated, negated_chain = self._merged(base, spec.nots[0], chain)
             slots = shared_slots(self.doc, base, [(negated, negated_chain)], self.max_recursion)
@@ -572,9 +533,9 @@ class SchemaEmitter:
             return self._minus(kept, self._condition_tree(negated, negated_chain, spec.nots[0], "not"))
         if spec.conditionals:
             return self._conditional(spec, chain)
-        if any(not _names_dependency(d) for d in spec.dependencies):  # lists of names: the member graph's
+        if any(not names_dependency(d) for d in spec.dependencies):  # lists of names: the member graph's
             return self._dependency(spec, chain)
-        types = _ALL_TYPES if spec.types is None else spec.types
+        types = ALL_TYPES if spec.types is None else spec.types
         return alt(*(self._type_tree(spec, name, chain) for name in ("null", "boolean", "object", "array", "string", "number")
                      if name in types or (name == "number" and "integer" in types)))
 
@@ -694,12 +655,13 @@ class SchemaEmitter:
             if apart:
                 # Split by type: branches apart for objects (required tags) but not for the
                 # scalars they all let through need no product over their objects.
-                return alt(self.spec_tree(_typed(spec, apart), chain), self.spec_tree(_typed(spec, possible - apart), chain))
+                return alt(self.spec_tree(narrowed_to(spec, apart), chain),
+                           self.spec_tree(narrowed_to(spec, possible - apart), chain))
         moved = None if unevaluated else self._member_group(group, "oneOf", rest)
         if moved is not None:
             # Branches that only constrain members: rules of the object's member graph
-            # (_Presence with value classes), not a product of whole objects.
-            return self.spec_tree(_with_member_group(rest, moved), chain)
+            # (Presence with value classes), not a product of whole objects.
+            return self.spec_tree(with_member_group(rest, moved), chain)
         slots = shared_slots(self.doc, rest, merged, self.max_recursion)
         branches = [(branch.without(slots=slots), branch_chain) for branch, branch_chain in merged]
         if unevaluated:
@@ -726,7 +688,7 @@ class SchemaEmitter:
         branches narrowed to each type in turn; ``number`` and ``integer`` go together)."""
         apart: frozenset[str] = frozenset()
         for group in _TYPE_GROUPS:
-            narrowed = [_typed(branch, group) for branch, _ in branches]
+            narrowed = [narrowed_to(branch, group) for branch, _ in branches]
             if all(self._disjoint(a, b, chain) for i, a in enumerate(narrowed) for b in narrowed[i + 1:]):
                 apart |= group
         return apart
@@ -741,7 +703,7 @@ class SchemaEmitter:
             return False
         if not self._value_types(a) & self._value_types(b):
             return True
-        keys_a, keys_b = _enum_keys(a), _enum_keys(b)
+        keys_a, keys_b = enum_keys(a), enum_keys(b)
         if keys_a is not None and keys_b is not None and not keys_a & keys_b:
             return True
         for one, other in ((a, b), (b, a)):
@@ -781,7 +743,7 @@ class SchemaEmitter:
         return Spec(types=types) if types else None
 
     def _value_types(self, spec: Spec, depth: int = MAX_TYPE_DEPTH) -> frozenset[str]:
-        """Types a value meeting ``spec`` may have: :func:`_possible_types`, narrowed by its
+        """Types a value meeting ``spec`` may have: :func:`possible_types`, narrowed by its
         ``anyOf``/``oneOf`` groups (a value meets some branch of each), ``depth`` groups down.
 
         ``{"oneOf": [{"$ref": "#/definitions/x"}, {"type": "array", "items": {"$ref": ...}}]}``
@@ -789,7 +751,7 @@ class SchemaEmitter:
         meets twice; judged on the record's own ``type`` alone, it was a product over
         recursive definitions (JsonSchemaStore web-types ran past the timeout).
         """
-        types = _possible_types(spec)
+        types = possible_types(spec)
         if depth == 0:
             return types
         for group in spec.any_of + spec.one_of:
@@ -805,9 +767,9 @@ class SchemaEmitter:
         key = (group.key, depth)
         types = self._group_types_memo.get(key)
         if types is None:
-            self._group_types_memo[key] = _ALL_TYPES  # a group inside its own branch: no narrowing
+            self._group_types_memo[key] = ALL_TYPES  # a group inside its own branch: no narrowing
             branches = (self._record([group.child(i)], ()) for i in range(len(group.node)))
-            types = frozenset().union(*(_ALL_TYPES if branch.impossible else self._value_types(branch, depth - 1)
+            types = frozenset().union(*(ALL_TYPES if branch.impossible else self._value_types(branch, depth - 1)
                                         for branch in branches))
             self._group_types_memo[key] = types
         return types
@@ -843,7 +805,7 @@ class SchemaEmitter:
             # if/then/else that only constrain members ("if kind is x then y is required"):
             # a rule of the member graph, not products of whole objects (chains of them
             # nested one product per conditional).
-            return self.spec_tree(_with_member_group(base, moved), chain)
+            return self.spec_tree(with_member_group(base, moved), chain)
         if_spec, if_chain = self._merged(base, loc.child("if"), chain)
         slots = shared_slots(self.doc, base, [(if_spec, if_chain)], self.max_recursion)
         base, if_spec = base.without(slots=slots), if_spec.without(slots=slots)
@@ -882,9 +844,9 @@ class SchemaEmitter:
         """A dependency on a schema: a member group ("if ``key`` is there, then the
         schema") where the schema only constrains members, else two disjoint cases:
         ``key`` absent, or present and the schema merged.  Dependencies on lists of
-        names stay on the record for the object's member graph (:class:`_Dependency`):
+        names stay on the record for the object's member graph (:class:`Dependency`):
         as cases, ``n`` of them made ``2**n`` copies of the object."""
-        index = next(i for i, d in enumerate(spec.dependencies) if not _names_dependency(d))
+        index = next(i for i, d in enumerate(spec.dependencies) if not names_dependency(d))
         loc, key, keyword = spec.dependencies[index]
         base = spec.without(dependencies=spec.dependencies[:index] + spec.dependencies[index + 1:])
         if not (base.unevaluated_properties or base.unevaluated_items):
@@ -894,7 +856,7 @@ class SchemaEmitter:
             condition = Loc({"type": "object", "required": [key]}, then.pointer, then.base, then.draft)
             moved = self._member_group(loc, "if", base, [condition, then, None], {keyword: {key: then.node}})
             if moved is not None:
-                return self.spec_tree(_with_member_group(base, moved), chain)
+                return self.spec_tree(with_member_group(base, moved), chain)
         absent = copy_spec(base)
         absent.properties.setdefault(key, []).append(Loc(False, loc.pointer + f"/{keyword}/{key}", loc.base))
         present = copy_spec(base)
@@ -969,7 +931,7 @@ class SchemaEmitter:
             try:
                 pattern_tree(pattern)
             except RegexError as err:
-                raise SchemaError(_regex_blame("pattern", pattern, err), (loc.pointer or "#") + "/pattern") from None
+                raise SchemaError(regex_blame("pattern", pattern, err), (loc.pointer or "#") + "/pattern") from None
             patterns.append(pattern)
         max_length = min((n for n in [spec.max_length, *map(FORMAT_MAX_LENGTH.get, formats)] if n is not None),
                          default=None)
@@ -1038,7 +1000,7 @@ class SchemaEmitter:
         names_dfa = self._property_names_dfa(spec, chain)
         members: list[tuple[str, RegexNode, bool]] = []
         slots = spec.slots
-        listed = _member_names(spec)
+        listed = member_names(spec)
         for name in listed:
             value = self.value_of(self._locs_for_key(spec, name), chain, slots.member(name))
             key_text = encoded_string(name)
@@ -1051,7 +1013,7 @@ class SchemaEmitter:
                 members.append((key_text, value, required))
         extras = self._extra_members(spec, set(listed), names_dfa, chain)
         where = {key: i for i, (key, _, _) in enumerate(members)}
-        groups = _presence_positions(spec, where) + _dependency_positions(spec, where)
+        groups = presence_positions(spec, where) + dependency_positions(spec, where)
         variants = self._member_variants(spec, where, chain)
         if self.any_order and not slots and (len(members) > 1 or extras):
             call = (self._loops_by_class(spec, members, extras, groups, variants) if variants
@@ -1071,13 +1033,13 @@ class SchemaEmitter:
                        "the keys written (a repeated additional key counts twice; parsed outputs are checked)")
         if self.any_order and not slots and not variants and (len(members) > 1 or extras) \
                 and len(members) <= MAX_GRAPH_ORDER_MEMBERS:
-            graph = _any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups)
+            graph = any_order_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups)
         else:  # operands of products and value classes: one order
             if self.any_order and not slots and (variants or len(members) > MAX_GRAPH_ORDER_MEMBERS):
                 self.notes.append(f"{spec.sources[0].pointer or '#'}: {len(members)} properties are kept in schema "
                                   "order (property_order='any' needs a member loop here, or at most "
                                   f"{MAX_GRAPH_ORDER_MEMBERS} members, and no oneOf of member constraints)")
-            graph = _members_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups,
+            graph = members_graph(members, extras, spec.min_properties, spec.max_properties, layout, groups,
                                    variants)
         if graph is NOTHING:
             return NOTHING
@@ -1085,7 +1047,7 @@ class SchemaEmitter:
 
     def _any_order_call(self, spec: Spec, members: list[tuple[str, RegexNode, bool]],
                         extras: list[tuple[RegexNode, RegexNode]],
-                        groups: list["_Presence | _Dependency"] = ()) -> RegexNode | None:
+                        groups: list["Presence | Dependency"] = ()) -> RegexNode | None:
         """An object whose members come in any order as a call into a callee of its own: the
         loop ``{ member (, member)* }``, whose repeats, required keys and
         ``minProperties`` the matcher keeps (:mod:`constrain.automata.member_sets`; the
@@ -1107,13 +1069,13 @@ class SchemaEmitter:
         """
         if not self._shareable(spec.slots) or not self._wide_symbols_left():
             return None
-        rule = _member_rule(spec, members, _extra_key_count(extras), groups)
+        rule = member_rule(spec, members, extra_key_count(extras), groups)
         if rule is None:
             return None
         if not rule.feasible(frozenset()):
             return NOTHING  # no object meets the rule
         layout = self.layout
-        member = alt(*(seq(alt(*keys), layout.colon(), value) for value, keys in _by_value(members, extras)))
+        member = alt(*(seq(alt(*keys), layout.colon(), value) for value, keys in keys_by_value(members, extras)))
         body = separated_loop(member, layout.comma(), rule.closes(frozenset()))  # else a member at least
         dfa = self._dfa(seq(layout.opening("{"), body, layout.closing("}")))
         if dfa is None or not _callable(dfa):
@@ -1128,8 +1090,8 @@ class SchemaEmitter:
         return Automaton(call_marker(symbol))
 
     def _loops_by_class(self, spec: Spec, members: list[tuple[str, RegexNode, bool]],
-                        extras: list[tuple[RegexNode, RegexNode]], groups: list["_Presence | _Dependency"],
-                        variants: dict[int, "_ValueClasses"]) -> RegexNode | None:
+                        extras: list[tuple[RegexNode, RegexNode]], groups: list["Presence | Dependency"],
+                        variants: dict[int, "ValueClasses"]) -> RegexNode | None:
         """An any-order object whose member groups split members' values into classes, as
         one member loop per choice of a class, or of absence, for each such member: the
         member then required with its value in that class, or left out.  With the
@@ -1174,14 +1136,14 @@ class SchemaEmitter:
 
     @staticmethod
     def _feasible_choices(spec: Spec, members: list[tuple[str, RegexNode, bool]], extras: list,
-                          groups: list["_Presence | _Dependency"], positions: list[int], choices: list[list],
+                          groups: list["Presence | Dependency"], positions: list[int], choices: list[list],
                           limit: int) -> list[tuple[list, list]] | None:
         """The (members, groups) of each choice some object can meet (see
-        :func:`_chosen_classes`), or None past ``limit`` of them or where a rule cannot stand."""
-        found, extra_keys = [], _extra_key_count(extras)
+        :func:`chosen_classes`), or None past ``limit`` of them or where a rule cannot stand."""
+        found, extra_keys = [], extra_key_count(extras)
         for combination in itertools.product(*choices):
-            chosen, resolved = _chosen_classes(members, groups, positions, combination)
-            rule = _member_rule(spec, chosen, extra_keys, resolved)
+            chosen, resolved = chosen_classes(members, groups, positions, combination)
+            rule = member_rule(spec, chosen, extra_keys, resolved)
             if rule is None:
                 return None
             if rule.feasible(frozenset()):
@@ -1190,16 +1152,16 @@ class SchemaEmitter:
                     return None
         return found
 
-    def _member_variants(self, spec: Spec, where: dict[str, int], chain: tuple[str, ...]) -> dict[int, "_ValueClasses"]:
-        """For each member the member groups' branches constrain (see :func:`_member_wise`):
-        its value classes (:class:`_ValueClasses`), by position."""
-        variants: dict[int, _ValueClasses] = {}
-        for name, kinds in _constraint_kinds(spec.presence).items():
+    def _member_variants(self, spec: Spec, where: dict[str, int], chain: tuple[str, ...]) -> dict[int, "ValueClasses"]:
+        """For each member the member groups' branches constrain (see :func:`is_member_wise`):
+        its value classes (:class:`ValueClasses`), by position."""
+        variants: dict[int, ValueClasses] = {}
+        for name, kinds in constraint_kinds(spec.presence).items():
             position = where.get(encoded_string(name))
             if position is not None:
                 locs = [loc for loc, _ in kinds]
                 build = partial(self._value_classes, self._locs_for_key(spec, name), locs, chain, spec.slots.member(name))
-                variants[position] = _ValueClasses([pairs for _, pairs in kinds], build, [loc.node for loc in locs])
+                variants[position] = ValueClasses([pairs for _, pairs in kinds], build, [loc.node for loc in locs])
         return variants
 
     def _value_classes(self, base: list[Loc], kinds: list[Loc], chain: tuple[str, ...], slots: Slots,
@@ -1214,7 +1176,7 @@ class SchemaEmitter:
         variant) make ``k + 1`` classes, not ``2**k``.
         """
         # A constraint the base implies splits nothing: no value of the member fails it.
-        free = [k for k in relevant if k not in forced and not _implied(base, kinds[k], self.doc.draft)]
+        free = [k for k in relevant if k not in forced and not implied_by(base, kinds[k], self.doc.draft)]
         if not free:
             tree = self._class_tree(base, [kinds[i] for i in forced], [], chain, slots)
             return [] if tree is NOTHING else [(tree, ())]
@@ -1234,7 +1196,7 @@ class SchemaEmitter:
         """``loc``'s oneOf (``rule``) or conditional (``"if"``; or the given ``branches``
         and the ``schema`` they stand for) as a member group of ``spec``'s object, its
         branches' plain references followed once, where it is member-wise (None
-        otherwise: see :func:`_member_wise`)."""
+        otherwise: see :func:`is_member_wise`)."""
         if branches is None:
             if rule != "if" and (not isinstance(loc.node, list) or len(loc.node) < 2):
                 return None
@@ -1244,9 +1206,9 @@ class SchemaEmitter:
             keyword = _plain_reference(branch.node, self.doc.draft) if branch is not None else None
             if keyword is not None:
                 branch = self.doc.resolve(branch, branch.node[keyword], keyword)
-            followed.append(_negated_member(branch) if branch is not None else None)
+            followed.append(negated_member(branch) if branch is not None else None)
         group = MemberGroup(loc, rule, tuple(followed), schema)
-        return group if _member_wise(group, spec) else None
+        return group if is_member_wise(group, spec) else None
 
     def _class_tree(self, base: list[Loc], met: list[Loc], failed: list[Loc], chain: tuple[str, ...],
                     slots: Slots) -> RegexNode:
@@ -1260,7 +1222,7 @@ class SchemaEmitter:
         """Every schema a member named ``name`` must meet: its properties, else each rule's patterns/additional."""
         locs = list(spec.properties.get(name, ()))
         for rule in spec.key_rules:
-            matched = [loc for pattern, loc in rule.patterns if _search(pattern, name, loc)]
+            matched = [loc for pattern, loc in rule.patterns if search_name(pattern, name, loc)]
             locs += matched  # patternProperties apply to listed properties too
             if not matched and rule.additional is not None and name not in rule.names:
                 locs.append(rule.additional)
@@ -1268,7 +1230,7 @@ class SchemaEmitter:
 
     def _extra_members(self, spec: Spec, listed: set[str], names_dfa: ByteDFA | None, chain) -> list[tuple[RegexNode, RegexNode]]:
         """(key language, value language) classes for members not listed in properties:
-        one per set of patterns a key can match together (see :func:`_key_classes`)."""
+        one per set of patterns a key can match together (see :func:`key_classes`)."""
         patterns = [(pattern, loc, index) for index, rule in enumerate(spec.key_rules) for pattern, loc in rule.patterns]
         all_keys = any_string_dfa()
         base_keys = without_words(all_keys, [encoded_string(n).encode() for n in sorted(listed)]) if listed else all_keys
@@ -1279,8 +1241,8 @@ class SchemaEmitter:
         if base_keys is None:
             return []
         classes = []
-        pattern_dfas = [_pattern_key_dfa(pattern, loc) for pattern, loc, _ in patterns]
-        for keys, matched in _key_classes(base_keys, pattern_dfas, [loc for _, loc, _ in patterns]):
+        pattern_dfas = [pattern_key_dfa(pattern, loc) for pattern, loc, _ in patterns]
+        for keys, matched in key_classes(base_keys, pattern_dfas, [loc for _, loc, _ in patterns]):
             locs = [patterns[i][1] for i in matched]
             for index, rule in enumerate(spec.key_rules):
                 if rule.additional is not None and not any(patterns[i][2] == index for i in matched):
@@ -1328,7 +1290,7 @@ class SchemaEmitter:
             prefix = [self.value_of(locs, chain, slots) for locs in spec.prefix_items]
             copies = spec.max_items if spec.max_items is not None else spec.min_items
             rest, contains = self._repeated_items(rest_locs, chain, slots, copies), None
-        graph = _items_graph(prefix, rest, spec.min_items, spec.max_items, contains, self.layout)
+        graph = items_graph(prefix, rest, spec.min_items, spec.max_items, contains, self.layout)
         if graph is NOTHING:
             return NOTHING
         return seq(self.layout.opening("["), graph, self.layout.closing("]"))
@@ -1353,11 +1315,11 @@ class SchemaEmitter:
                 return None
             by_value: dict[str, list[str]] = {}
             for text in texts:
-                by_value.setdefault(_value_key(text), []).append(text.decode())
+                by_value.setdefault(text_value_key(text), []).append(text.decode())
             positions.append({key: alt(*map(lit, spellings)) for key, spellings in by_value.items()})
         if len(set().union(*positions)) > MAX_DISTINCT_VALUES:
             return None
-        graph = _distinct_items_graph(positions, spec.min_items, spec.max_items, self.layout)
+        graph = distinct_items_graph(positions, spec.min_items, spec.max_items, self.layout)
         return seq(self.layout.opening("["), graph, self.layout.closing("]"))  # NOTHING when no array fits
 
     def _unique_items_call(self, spec: Spec, rest_locs: list[Loc], chain: tuple[str, ...]) -> RegexNode | None:
@@ -1383,7 +1345,7 @@ class SchemaEmitter:
         narrow = self._spare_symbols() > 0
         if values is None or too_few or (not narrow and not self._wide_symbols_left()):
             return None
-        graph = _items_graph([], Automaton(item), spec.min_items, spec.max_items, None, self.layout)
+        graph = items_graph([], Automaton(item), spec.min_items, spec.max_items, None, self.layout)
         array = self._dfa(seq(self.layout.opening("["), graph, self.layout.closing("]")))
         if array is None or not _callable(array):
             return None
@@ -1483,14 +1445,14 @@ class SchemaEmitter:
 
     def _enum_values(self, spec: Spec) -> list[Any]:
         """The values every enum/const of ``spec`` lists that meet the rest of ``spec``."""
-        common = set.intersection(*({_json_key(v, False) for v in values} for values in spec.enums))
-        candidates = [v for values in spec.enums for v in values if _json_key(v, False) in common]
-        return [v for v in _unique(candidates) if self._admits(spec, v)]
+        common = set.intersection(*({json_key(v, False) for v in values} for values in spec.enums))
+        candidates = [v for values in spec.enums for v in values if json_key(v, False) in common]
+        return [v for v in unique_values(candidates) if self._admits(spec, v)]
 
     def _admits(self, spec: Spec, value: Any) -> bool:
         """Whether ``value`` meets ``spec``: its types, what is pending (:meth:`_valid`), content."""
-        return (spec.types is None or bool(spec.types & _json_types(value))) and self._valid(value, spec) \
-            and _meets_content(value, spec)
+        return (spec.types is None or bool(spec.types & json_types(value))) and self._valid(value, spec) \
+            and meets_content(value, spec)
 
     def _valid(self, value: Any, spec: Spec) -> bool:
         """Whether ``value`` meets what ``spec`` still requires (jsonschema, formats checked).
@@ -1507,7 +1469,7 @@ class SchemaEmitter:
         from referencing.exceptions import Unresolvable  # what jsonschema raises for a $ref it cannot follow
 
         if self._validator is None:
-            cls_ = _ecma_validator_class(
+            cls_ = ecma_validator_class(
                 jsonschema.validators.validator_for(self.doc.root, default=jsonschema.Draft202012Validator))
             self._validator = cls_(self.doc.root, format_checker=cls_.FORMAT_CHECKER)
         try:
@@ -1528,7 +1490,7 @@ class SchemaEmitter:
         """The texts of an enum/const value.
 
         JSON equality ignores member order, so where it is safe an object is written
-        in any member order (each member once, :func:`_any_order_graph`): outside
+        in any member order (each member once, :func:`any_order_graph`): outside
         products for objects of up to :data:`MAX_ANY_ORDER_MEMBERS` members (larger
         ones keep the value's order), and always on the side of a product that is
         taken away, which must hold every text of its values, as it holds every
@@ -1547,7 +1509,7 @@ class SchemaEmitter:
             self.spelling_sensitive += taken  # a kept side writes one order: it must be built apart
             members = [(encoded_string(k), self._literal(v, NO_SLOTS), True) for k, v in value.items()]
             if small:
-                graph = _any_order_graph(members, [], len(value), len(value), layout)
+                graph = any_order_graph(members, [], len(value), len(value), layout)
             else:  # taken away: every sequence of that many members drawn from the value's
                 one = alt(*(seq(lit(key), layout.colon(), member) for key, member, _ in members))
                 graph = seq(one, rep(seq(layout.comma(), one), len(value) - 1, len(value) - 1))
@@ -1556,10 +1518,10 @@ class SchemaEmitter:
             slotted = set(slots.names)
             keys = [k for k in slots.names if k in value] + [k for k in value if k not in slotted]
             members = [seq(lit(encoded_string(k)), layout.colon(), self._literal(value[k], slots.member(k))) for k in keys]
-            return seq(layout.opening("{"), *_joined(members, layout.comma()), layout.closing("}"))
+            return seq(layout.opening("{"), *with_separators(members, layout.comma()), layout.closing("}"))
         if isinstance(value, list):
             items = [self._literal(v, slots.items or NO_SLOTS) for v in value]
-            return seq(layout.opening("["), *_joined(items, layout.comma()), layout.closing("]"))
+            return seq(layout.opening("["), *with_separators(items, layout.comma()), layout.closing("]"))
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             self.spelling_sensitive += self.spelling == EVERY_PLAIN
             return number_literal(value, self.spelling)
@@ -1630,102 +1592,9 @@ def _any_value_level(layout: Layout, inner: RegexNode | None, number: RegexNode)
     scalars = alt(lit("null"), lit("true"), lit("false"), number, string)
     if inner is None:
         return scalars
-    array = seq(layout.opening("["), _items_graph([], inner, 0, None, None, layout), layout.closing("]"))
-    obj = seq(layout.opening("{"), _members_graph([], [(string, inner)], 0, None, layout), layout.closing("}"))
+    array = seq(layout.opening("["), items_graph([], inner, 0, None, None, layout), layout.closing("]"))
+    obj = seq(layout.opening("{"), members_graph([], [(string, inner)], 0, None, layout), layout.closing("}"))
     return alt(scalars, array, obj)
-
-
-class _GraphBuilder:
-    """States named by keys; member edges go through a shared "after the separator" state.
-
-    Writing ``[,] member`` as two edges (separator into a mid state keyed by the
-    member and where it leads, then the member) lets the first member and the
-    following ones share one copy of the member's language: nested objects and
-    arrays would otherwise double their automaton at every level.  The key must
-    name the member: two members into one target must not share a mid state,
-    or each source could take the other's member.
-
-    A source writes its separator once, into its own "separated" state, from which
-    every member it may write (and, after a member was written, every member a skip
-    reaches) goes on without a byte.  With a separator per member and skips between
-    the sources themselves, every later member's separator (its whitespace loops and
-    comma) was in the determinised state after each value: 60 optional integer
-    members made sets of 23 NFA states on average and took 11 ms to determinise,
-    3.8 ms now (flexible whitespace; the DFA is the same size).
-    """
-
-    def __init__(self, separator: RegexNode) -> None:
-        self.separator = separator
-        self.index: dict[tuple, int] = {}
-        self.edges: list[tuple[int, RegexNode, int]] = []
-        self.member_edges: set[tuple[int, int, int]] = set()
-        #: The skips after a member: target keys by source key (finals are found through them).
-        self.skips: dict[tuple, list[tuple]] = {}
-
-    def state(self, key: tuple) -> int:
-        if key not in self.index:
-            self.index[key] = len(self.index)
-        return self.index[key]
-
-    def _separated(self, source: tuple) -> int:
-        """The state after ``source``'s separator (made, with its separator edge, on first use)."""
-        key = ("sep",) + source
-        if key not in self.index:
-            self.edges.append((self.state(source), self.separator, self.state(key)))
-        return self.index[key]
-
-    def member(self, source: tuple, first: bool, target: tuple, node: RegexNode, node_id: int) -> None:
-        # The mid state belongs to one member language: keyed by the target alone, two
-        # members reaching the same target (capped counts) would take each other's edges.
-        mid = self.state(("mid", node_id) + target)
-        link = (self.state(source) if first else self._separated(source), -1, mid)
-        if link not in self.member_edges:
-            self.member_edges.add(link)
-            self.edges.append((link[0], EMPTY, mid))
-        edge = (mid, node_id, self.state(target))
-        if edge not in self.member_edges:
-            self.member_edges.add(edge)
-            self.edges.append((mid, node, self.state(target)))
-
-    def explore(self, start: tuple, moves, is_empty) -> None:
-        """Every state reachable from ``start``, with its member edges.
-
-        ``moves(key)`` yields ``(target, node, node_id)`` for each member that can be
-        written at state ``key`` (none where a bound stops the count).  ``is_empty(key)``
-        says whether nothing was written yet there: that member takes no separator.
-        """
-        self.state(start)
-        seen = {start}
-        queue = [start]
-        while queue:
-            key = queue.pop()
-            for target, node, node_id in moves(key):
-                self.member(key, is_empty(key), target, node, node_id)
-                if target not in seen:
-                    seen.add(target)
-                    queue.append(target)
-
-    def skip(self, source: tuple, first: bool, target: tuple) -> None:
-        """Pass over a member from ``source`` to ``target`` writing nothing.  Before any
-        member (``first``) the states themselves are joined; after one, the states after
-        their separators, and the source ends the object wherever the target may."""
-        if first:
-            self.edges.append((self.state(source), EMPTY, self.state(target)))
-            return
-        self.edges.append((self._separated(source), EMPTY, self._separated(target)))
-        self.skips.setdefault(source, []).append(target)
-
-    def graph(self, start: tuple, is_final) -> RegexNode:
-        final = {key: is_final(key) for key in self.index if key[0] not in ("mid", "sep")}
-        # Skips are made position by position and lead one position on: their sources from
-        # the last back, each target is settled before its source (no recursion: objects
-        # of thousands of optional members).
-        for source in reversed(list(self.skips)):
-            final[source] = final[source] or any(final[target] for target in self.skips[source])
-        finals = tuple(sorted(i for key, i in self.index.items() if final.get(key)))
-        if not finals:
-            return NOTHING
-        return Graph(len(self.index), self.index[start], finals, tuple(self.edges))
 
 
 # propertyNames that no string satisfies: the object can have no member at all.
@@ -1876,845 +1745,6 @@ def _pending_checks(spec: Spec, typed: bool = False) -> list[Any]:
     return checks
 
 
-
-def _members_graph(members, extras, min_props: int, max_props: int | None, layout: Layout,
-                   groups: list["_Presence | _Dependency"] = (),
-                   variants: dict[int, "_ValueClasses"] | None = None) -> RegexNode:
-    """Object members in schema order, then extra members; counts tracked for min/maxProperties.
-
-    States are (position in the member list, members written so far, where each
-    presence group stands), the count capped where it no longer matters, so optional
-    members never duplicate the rest of the object (a tree would, once per optional
-    member).  ``variants`` splits a member's value into classes, each with the
-    branches of each group it rules out (:meth:`SchemaEmitter._member_variants`).
-    """
-    variants = variants or {}
-    cap = max(1, min_props, (max_props + 1) if max_props is not None else 0)
-    n = len(members)
-    builder = _GraphBuilder(layout.comma())
-    start_status = tuple(group.start() for group in groups)
-    if None in start_status:  # a group no object meets (its branches need names it cannot have)
-        return NOTHING
-    frontier = {(0, start_status)}
-    builder.state(("at", 0, 0, start_status))
-    for position, (key_text, value, required) in enumerate(members):
-        nxt = set()
-        nodes: dict[tuple, RegexNode] = {}  # one member node per class (their edges share it)
-        for count, status in sorted(frontier):
-            source = ("at", position, count, status)
-            if max_props is None or count < max_props:
-                target = min(count + 1, cap)
-                classes_key, options = variants[position].options(status, partial(
-                    _holds_past, groups, status, position)) if position in variants else ((), None)
-                if options is None:  # no constraint on the member is relevant here
-                    options = [(value, None)]
-                for index, (tree, ruled_out) in enumerate(options):
-                    written = _stepped(groups, status, position, True, ruled_out)
-                    if written is not None:
-                        node_id = (position, classes_key, index)
-                        if node_id not in nodes:
-                            nodes[node_id] = seq(lit(key_text), layout.colon(), tree)
-                        builder.member(source, count == 0, ("at", position + 1, target, written), nodes[node_id], node_id)
-                        nxt.add((target, written))
-            skipped = _stepped(groups, status, position, False)
-            if not required and skipped is not None:
-                builder.skip(source, count == 0, ("at", position + 1, count, skipped))
-                nxt.add((count, skipped))
-        frontier = nxt
-    pending = sorted(frontier)
-    done = set()
-    while pending:
-        count, status = pending.pop()
-        if (count, status) in done:
-            continue
-        done.add((count, status))
-        builder.state(("at", n, count, status))
-        if max_props is not None and count >= max_props:
-            continue
-        target = min(count + 1, cap)
-        for k, (keys, value) in enumerate(extras):
-            builder.member(("at", n, count, status), count == 0, ("at", n, target, status),
-                           seq(keys, layout.colon(), value), n + k)
-        if extras and (target, status) not in done:
-            pending.append((target, status))
-    return builder.graph(("at", 0, 0, start_status),
-                         lambda key: key[1] == n and key[2] >= min_props and (max_props is None or key[2] <= max_props)
-                         and all(group.met(at) for group, at in zip(groups, key[3])))
-
-
-class _ValueClasses:
-    """A member's values split by the member groups' constraints on it: ``kinds[k]`` lists
-    the (group, branch) pairs constraint ``k`` decides, and :meth:`options` the classes
-    over the constraints still relevant where the member is written.
-
-    A constraint matters only while a branch it decides is open: after ``"kind":
-    "noise"``, the ``then`` of ``if: {"properties": {"kind": {"const": "flat"}}}`` no
-    longer does, and splitting ``settings`` by it would be a product that fixes the
-    member order of every ``settings`` object (JsonSchemaStore minecraft-dimension).
-    So classes are built per set of relevant constraints (few per member), and the
-    member graph picks them by its state.
-    """
-
-    def __init__(self, kinds: list[list[tuple[int, int]]], build, nodes: list[Any] | None = None) -> None:
-        self.kinds = kinds
-        self._build = build  # relevant constraint indexes -> [(language, constraints failed)]
-        self._nodes = nodes  # the constraints' schemas, where known
-        self._memo: dict[tuple[int, ...], list] = {}
-
-    def possible(self) -> list[dict[int, frozenset[int]]]:
-        """What each class over every constraint may rule out, by group, before any class is
-        built: one per set of constraints met (for constants, the sets some listed value
-        meets, and none): an upper bound, as some of them may hold no value."""
-        count = len(self.kinds)
-        values = _constant_values(self._nodes) if self._nodes is not None else None
-        if values is None:
-            met_sets = {frozenset(k for k in range(count) if bits[k])
-                        for bits in itertools.product((True, False), repeat=count)}
-        else:
-            met_sets = {frozenset(k for k in range(count) if value in values[k]) for value in set().union(*values)}
-            met_sets.add(frozenset())
-        return [self._ruled_out(k for k in range(count) if k not in met) for met in met_sets]
-
-    def splits_widely(self) -> bool:
-        """Whether the constraints, all split on, pass the bound :func:`_member_wise` keeps."""
-        return _splits_widely(self._nodes if self._nodes is not None else [None] * len(self.kinds))
-
-    def _ruled_out(self, failed) -> dict[int, frozenset[int]]:
-        """The branches, by group, that failing the constraints ``failed`` rules out."""
-        ruled_out: dict[int, set[int]] = {}
-        for k in failed:
-            for group, branch in self.kinds[k]:
-                ruled_out.setdefault(group, set()).add(branch)
-        return {group: frozenset(out) for group, out in ruled_out.items()}
-
-    def options(self, status: tuple, holds: Callable[[int, frozenset[int]], bool]) -> tuple[
-            tuple, list[tuple[RegexNode, dict[int, frozenset[int]]]] | None]:
-        """The constraints relevant in member-graph state ``status`` (group states, member
-        groups first), and the classes over them, each with the branches it rules out
-        (none where no constraint is relevant: the member's own value then); the first
-        item names the classes (equal names, equal classes).
-
-        A relevant constraint is forced where failing it leaves some group unable to
-        hold whatever the member's other constraints do (``holds(group, ruled out)``
-        says for one group): every value written here must meet it, so it is merged in,
-        not split on.  After ``"conditions": "minecraft:match_tool"`` the ``then`` of
-        that conditional must hold, and with the tag left out every ``then`` must: 2**k
-        classes where one is used (JsonSchemaStore minecraft-predicate, a ``predicate``
-        member four conditionals constrain)."""
-        relevant = tuple(k for k, pairs in enumerate(self.kinds)
-                         if any(branch in status[group][1] for group, branch in pairs))
-        if not relevant:
-            return (), None
-        forced = tuple(k for k in relevant if self._forced(k, relevant, holds))
-        return (relevant, forced), self._classes(relevant, forced)
-
-    def _forced(self, k: int, relevant: tuple[int, ...], holds: Callable[[int, frozenset[int]], bool]) -> bool:
-        """Whether failing constraint ``k`` leaves a group unable to hold with any of the
-        other relevant constraints on it failed too.  Not monotone, hence every subset:
-        in a ``oneOf`` failing more branches may spare two from both holding, and failing
-        an ``if`` lets its ``else`` stand in for a failed ``then``."""
-        for group in {g for g, _ in self.kinds[k]}:
-            others = [j for j in relevant if j != k and any(g == group for g, _ in self.kinds[j])]
-            if len(others) > MAX_FORCING_OTHERS:
-                continue
-            subsets = itertools.chain.from_iterable(itertools.combinations(others, r) for r in range(len(others) + 1))
-            if not any(holds(group, self._ruled_out([k, *failed]).get(group, frozenset())) for failed in subsets):
-                return True
-        return False
-
-    def every_class(self) -> list[tuple[RegexNode, dict[int, frozenset[int]]]]:
-        """The classes over every constraint (see :meth:`options`)."""
-        return self._classes(tuple(range(len(self.kinds))), ())
-
-    def _classes(self, relevant: tuple[int, ...], forced: tuple[int, ...]) -> list[
-            tuple[RegexNode, dict[int, frozenset[int]]]]:
-        key = (relevant, forced)
-        if key not in self._memo:
-            self._memo[key] = [(tree, self._ruled_out(failed)) for tree, failed in self._build(relevant, forced)]
-        return self._memo[key]
-
-
-@dataclass(frozen=True)
-class _Presence:
-    """A member group (``rule``: ``"anyOf"``, ``"oneOf"`` or ``"if"`` over if/then/else)
-    whose branches only require, exclude and constrain members: per branch the member
-    positions it requires (None: a name the object cannot have), the positions whose
-    values it constrains (``constrained``: a value there may rule the branch out, as the
-    member's value class says) and the positions it excludes (``excluded``: writing one
-    rules the branch out; ``not: {"required": [name]}``, ``"name": false``).
-
-    In schema order the members come by position, so a branch is met once past the
-    last position it involves with none of its required positions skipped and no value
-    ruling it out.  A group's state is (what is met; the branches still open): for
-    anyOf/oneOf how many branches are met (capped at 2), for a conditional which ones.
-    One copy of the object instead of one per branch, and no product: the Glaiveai2K
-    ``calculate_area`` idiom ``oneOf: [{"required": ["radius"]}, {"required": ["base",
-    "height"]}]`` (with or without typed ``properties`` in the branches), eight
-    ``anyOf`` branches over a 14-member object (Github_medium o21108), which as copies
-    passed the state limit, and chains of ``if: {"properties": {"name": {"const":
-    ...}}}, then: {...}`` (Github_hard o36012), one nested product per conditional.
-    """
-
-    branches: tuple[frozenset[int] | None, ...]
-    rule: str
-    constrained: tuple[frozenset[int], ...] = ()
-    excluded: tuple[frozenset[int], ...] = ()
-
-    def __post_init__(self) -> None:
-        constrained = self.constrained or tuple(frozenset() for _ in self.branches)
-        excluded = self.excluded or tuple(frozenset() for _ in self.branches)
-        last = tuple(max(needed | more | out, default=-1) if needed is not None else -1
-                     for needed, more, out in zip(self.branches, constrained, excluded))
-        object.__setattr__(self, "constrained", constrained)
-        object.__setattr__(self, "excluded", excluded)
-        object.__setattr__(self, "_last", last)
-
-    def resolved(self, ruled_out: frozenset[int], absent: set[int]) -> "_Presence":
-        """The group once every constrained member has its value class (or is left out,
-        ``absent``): the branches ``ruled_out`` or requiring an absent member cannot
-        hold, and no value constrains the others any more."""
-        branches = tuple(None if needed is None or i in ruled_out or needed & absent else needed
-                         for i, needed in enumerate(self.branches))
-        return _Presence(branches, self.rule, (), self.excluded)
-
-    def start(self) -> tuple:
-        live = [i for i, needed in enumerate(self.branches) if needed is not None]
-        return self._state(frozenset(i for i in live if self._last[i] < 0), frozenset(i for i in live if self._last[i] >= 0),
-                           self._empty_met())
-
-    def step(self, at: tuple, position: int, written: bool, ruled_out: frozenset[int] = frozenset()) -> tuple | None:
-        """Past member ``position`` (written, with a value ruling out ``ruled_out``, or
-        skipped); None where the group can no longer be met."""
-        met, open_ = at
-        newly, still = set(), set()
-        for i in open_:
-            if (position in self.branches[i] and not written) or (
-                    written and (i in ruled_out or position in self.excluded[i])):
-                continue
-            (newly if position >= self._last[i] else still).add(i)
-        return self._state(frozenset(newly), frozenset(still), met)
-
-    def _empty_met(self):
-        return frozenset() if self.rule == "if" else 0
-
-    def _state(self, newly: frozenset[int], still: frozenset[int], met) -> tuple | None:
-        """The state with ``newly`` met, or None where the rule can no longer hold."""
-        if self.rule == "if":
-            met = met | newly
-            alive = met | still
-            if not ((0 in alive and 1 in alive) or (0 not in met and 2 in alive)):
-                return None
-            # Only the branch the condition picks still matters: drop the other, so that
-            # states that can only end alike are one state.
-            unused = 2 if 0 in met else 1 if 0 not in alive else None
-            return (met - {unused}, still - {unused}) if unused is not None else (met, still)
-        met = min(met + len(newly), 2)
-        if (self.rule == "oneOf" and met > 1) or (met == 0 and not still):
-            return None
-        if self.rule == "anyOf" and met:  # met for good: a met branch is past its last position
-            return 1, frozenset()
-        return met, still
-
-    def met(self, at: tuple) -> bool:
-        return self._holds(at[0])
-
-    def _holds(self, met) -> bool:
-        """The rule over what is met (a set of branches for ``"if"``, else a count)."""
-        if self.rule == "if":
-            return (0 in met and 1 in met) or (0 not in met and 2 in met)
-        return met == 1 if self.rule == "oneOf" else met >= 1
-
-    def satisfied_by(self, used: frozenset[int]) -> bool:
-        """Whether the members ``used`` (in any order) meet the group (only for groups that
-        constrain no values: the any-order graph tracks no value classes)."""
-        assert not any(self.constrained), "value classes need the schema-order member graph"
-        met = frozenset(i for i, needed in enumerate(self.branches)
-                        if needed is not None and needed <= used and not self.excluded[i] & used)
-        return self._holds(met if self.rule == "if" else len(met))
-
-
-@dataclass(frozen=True)
-class _Dependency:
-    """``key`` (a member position) present only with the members at ``needed`` (None: a
-    name the object cannot have, so the key cannot be written either), tracked by the
-    member graph like :class:`_Presence`: the state is (0, key written, a needed member
-    skipped), or ``DONE`` once nothing ahead can break it (the key skipped, or every
-    position it involves passed)."""
-
-    key: int
-    needed: tuple[int | None, ...]
-    DONE = (1, False, False)
-
-    def start(self) -> tuple[int, bool, bool]:
-        return (0, False, False)
-
-    def step(self, at: tuple[int, bool, bool], position: int, written: bool,
-             ruled_out: frozenset[int] = frozenset()) -> tuple[int, bool, bool] | None:
-        if at == self.DONE:
-            return at
-        _, key_written, skipped = at
-        if position == self.key:
-            if not written:
-                return self.DONE
-            key_written = True
-        elif position in self.needed and not written:
-            skipped = True
-        if key_written and (skipped or None in self.needed):
-            return None
-        if position >= max([self.key] + [p for p in self.needed if p is not None]):
-            return self.DONE
-        return (0, key_written, skipped)
-
-    def met(self, at: tuple[int, bool, bool]) -> bool:
-        return at == self.DONE or not (at[1] and at[2])
-
-    def resolved(self, ruled_out: frozenset[int], absent: set[int]) -> "_Dependency":
-        """The dependency with the members ``absent`` left out (see :meth:`_Presence.resolved`):
-        a needed one cannot be written (the key is never absent here)."""
-        return _Dependency(self.key, tuple(None if p in absent else p for p in self.needed))
-
-    def satisfied_by(self, used: frozenset[int]) -> bool:
-        return self.key not in used or (None not in self.needed and set(self.needed) <= used)
-
-
-def _holds_past(groups: list["_Presence | _Dependency"], status: tuple, position: int, index: int,
-                ruled_out: frozenset[int]) -> bool:
-    """Whether rule ``index`` can still hold past a value written at ``position`` that rules out its branches ``ruled_out``."""
-    return groups[index].step(status[index], position, True, ruled_out) is not None
-
-
-def _stepped(groups: list["_Presence | _Dependency"], status: tuple, position: int, written: bool,
-             ruled_out: dict[int, frozenset[int]] | None = None) -> tuple | None:
-    """Each rule's state past member ``position`` (``ruled_out``: by rule index, the
-    branches the written value rules out); None where some rule can no longer hold."""
-    out = []
-    for index, (group, at) in enumerate(zip(groups, status)):
-        moved = group.step(at, position, written, ruled_out.get(index, frozenset()) if ruled_out else frozenset())
-        if moved is None:
-            return None
-        out.append(moved)
-    return tuple(out)
-
-
-def _names_dependency(dependency: tuple[Loc, str, str]) -> bool:
-    """Whether a dependency lists names (dependentRequired, draft 4-7 ``dependencies`` arrays)."""
-    loc, key, keyword = dependency
-    return isinstance(loc.node[keyword][key], list)
-
-
-def _dependency_names(spec: Spec) -> list[str]:
-    """Every name a dependency on names involves: its key, then what it requires."""
-    return list(dict.fromkeys(name for loc, key, keyword in spec.dependencies
-                              for name in dependency_names(key, loc.node[keyword][key])))
-
-
-def _dependency_positions(spec: Spec, where: dict[str, int]) -> list[_Dependency]:
-    """``spec``'s dependencies on names over the member positions (``where``: by encoded
-    name); none for a key the object cannot have (nothing to require then)."""
-    rules = []
-    for loc, key, keyword in spec.dependencies:
-        position = where.get(encoded_string(key))
-        if position is not None:
-            names = [n for n in dependency_names(key, loc.node[keyword][key])[1:] if n != key]
-            rules.append(_Dependency(position, tuple(where.get(encoded_string(n)) for n in names)))
-    return rules
-
-
-def _presence_names(spec: Spec) -> list[str]:
-    """The names the member groups involve: their branches' properties in one order that
-    keeps each branch's own where they agree (``merge_orders``: ``then: {"properties":
-    {"settings": ...}}`` in one conditional and ``then: {"properties": {"seed": ...,
-    "settings": ...}}`` in the next write ``seed`` first, as the second branch lists
-    them; JsonSchemaStore minecraft-dimension), then names only required, as a merged
-    record lists required names after its properties."""
-    nodes = [branch for group in spec.presence for branch in group.nodes]
-    listed = merge_orders([list(branch.get("properties", {})) for branch in nodes])
-    more = [n for branch in nodes for n in branch.get("required", []) + _excluded_names(branch)]
-    return listed + [name for name in dict.fromkeys(more) if name not in listed]
-
-
-def _presence_positions(spec: Spec, where: dict[str, int]) -> list[_Presence]:
-    """``spec``'s member groups over the member positions (``where``: by encoded name)."""
-    groups = []
-    for group in spec.presence:
-        branches, constrained, excluded = [], [], []
-        for branch in group.nodes:
-            positions = [where.get(encoded_string(name)) for name in branch.get("required", [])]
-            branches.append(None if None in positions else frozenset(positions))
-            constrained.append(_positions(_constrained_names(branch), where))
-            excluded.append(_positions(_excluded_names(branch), where))  # a name not written is not there
-        groups.append(_Presence(tuple(branches), group.rule, tuple(constrained), tuple(excluded)))
-    return groups
-
-
-def _implied(base: list[Loc], constraint: Loc, draft: int) -> bool:
-    """Whether the ``base`` schemas imply ``constraint`` by their keywords alone: each
-    keyword in force in it is one some base schema (of the same base URI) holds alike,
-    the same reference or an equal value, or a type list covering the base's.
-
-    A member often repeats its own schema in a group's branch (``"max": {"type":
-    ["integer", "object"], "$ref": "#/definitions/numberProvider"}`` beside a ``then``
-    giving it ``["number", "object"]`` and the same reference: JsonSchemaStore
-    minecraft-predicate); the class failing it holds no value, and building it is a
-    product with a negated recursive definition."""
-    wanted = _keywords_in_force(constraint.node, draft)
-    if wanted is None:
-        return False
-    held = [kept for loc in base if loc.base == constraint.base
-            and (kept := _keywords_in_force(loc.node, draft)) is not None]
-    for keyword, value in wanted.items():
-        if keyword == "type":
-            if not any("type" in kept and _types_within(kept["type"], value) for kept in held):
-                return False
-        elif not any(keyword in kept and kept[keyword] == value for kept in held):
-            return False
-    return True
-
-
-def _keywords_in_force(node: Any, draft: int) -> dict | None:
-    """A schema's keywords that constrain values (before 2019-09 a reference hides its
-    siblings); None for ``false`` or what is not a schema object."""
-    if node is True:
-        return {}
-    if not isinstance(node, dict):
-        return None
-    keyword = ref_keyword(node)
-    if keyword is not None and draft <= 7:
-        return {keyword: node[keyword]}
-    return {k: v for k, v in node.items() if k not in ANNOTATION_KEYWORDS}
-
-
-def _types_within(inner: Any, outer: Any) -> bool:
-    """Whether every type the ``type`` value ``inner`` allows ``outer`` allows too."""
-    inner_types, outer_types = allowed_types(inner), allowed_types(outer)
-    return inner_types is not None and outer_types is not None and inner_types <= outer_types
-
-
-def _member_names(spec: Spec) -> list[str]:
-    """The names an object's member list holds, in schema order: the shared slots' names,
-    the listed properties (with member groups' names where their combinators stand),
-    names only required, then names only member groups and dependencies involve."""
-    slotted = set(spec.slots.names)
-    listed = list(spec.slots.names) + [p for p in _properties_with_groups(spec) if p not in slotted]
-    named = set(listed)
-    listed += [name for name in spec.required if name not in named]
-    named = set(listed)
-    return listed + [name for name in dict.fromkeys(_presence_names(spec) + _dependency_names(spec)) if name not in named]
-
-
-def _properties_with_groups(spec: Spec) -> list[str]:
-    """``spec``'s listed names with each anyOf/oneOf group's names where its combinator
-    stands (after the names listed before it, as :meth:`SchemaEmitter._branch` places a
-    branch), so that moving a ``oneOf`` to the member graph keeps the order its
-    branches had: ``{"allOf": [{"oneOf": [...]}], "properties": {...}}`` writes the
-    branch's members first.  A conditional's new names go last, as when merged."""
-    order = list(spec.properties)
-    for group in spec.presence:
-        before = spec.listed_before.get(group.loc.key)
-        if before is None or group.rule == "if":
-            continue
-        names = merge_orders([list(branch.get("properties", {})) for branch in group.nodes])
-        new = [name for name in names if name not in order]
-        if new and spec.own_after.get(group.loc.key):  # written before its node's own properties
-            before = before - spec.own_after[group.loc.key]
-        cut = max((i + 1 for i, name in enumerate(order) if name in before), default=0)
-        order[cut:cut] = new
-    return order
-
-
-def _positions(names: list[str], where: dict[str, int]) -> frozenset[int]:
-    """The member positions of those of ``names`` the object lists (``where``: by encoded name)."""
-    return frozenset(where[key] for key in map(encoded_string, names) if key in where)
-
-
-def _constrained_names(branch: dict) -> list[str]:
-    """The members whose values a member-wise branch constrains (``{}``/``true`` do not,
-    and a schema no value meets excludes the member instead: :func:`_excluded_names`)."""
-    return [name for name, sub in branch.get("properties", {}).items()
-            if sub is not True and sub != {} and not _admits_nothing(sub)]
-
-
-def _excluded_names(branch: dict) -> list[str]:
-    """The members a member-wise branch forbids: those whose schema no value meets
-    (``false``, ``{"not": {}}``: a dependency "x excludes y"), and the one name of
-    ``not: {"required": [name]}``."""
-    names = [name for name, sub in branch.get("properties", {}).items() if _admits_nothing(sub)]
-    negated = _negated_name(branch)
-    return names + ([negated] if negated is not None and negated not in names else [])
-
-
-def _negated_name(branch: dict) -> str | None:
-    """The name of a branch's ``not: {"required": [name]}`` (``type: "object"`` too), else None."""
-    names = _required_names(branch["not"]) if "not" in branch else None
-    return names[0] if names is not None and len(names) == 1 else None
-
-
-def _admits_nothing(node: Any) -> bool:
-    """Whether a schema surely admits no value: ``false``, ``{"not": {}}``, ``{"not": true}``."""
-    return node is False or (isinstance(node, dict) and set(node) - ANNOTATION_KEYWORDS == {"not"}
-                             and (node["not"] is True or node["not"] == {}))
-
-
-def _constraint_kinds(presence: list[MemberGroup]) -> dict[str, list[tuple[Loc, list[tuple[int, int]]]]]:
-    """By member name: the distinct schemas member groups' branches give its value, each
-    with the (group, branch) pairs that give it (the same schema written twice, as in
-    ``oneOf: [{"properties": {"r": {"type": "number"}}, "required": ["r"]}, ...]``
-    repeated per branch, is one constraint: one class split, not two)."""
-    found: dict[str, dict[tuple[str, str], tuple[Loc, list[tuple[int, int]]]]] = {}
-    for g, group in enumerate(presence):
-        for i, branch in enumerate(group.branches):
-            if branch is None:
-                continue
-            for name in _constrained_names(branch.node):
-                loc = branch.child("properties", name)
-                kinds = found.setdefault(name, {})
-                kind = kinds.setdefault((loc.base, json.dumps(loc.node, sort_keys=True)), (loc, []))
-                kind[1].append((g, i))
-    return {name: list(kinds.values()) for name, kinds in found.items()}
-
-
-#: Keywords a member-wise branch may hold (see :func:`_member_wise`).
-_MEMBER_WISE_KEYWORDS = frozenset(("properties", "required", "type")) | ANNOTATION_KEYWORDS
-#: Distinct constraints on one member that a group may add: its values split into up to
-#: 2**k classes, except constants and enums, which split them by value (one class per
-#: value and one for the rest).
-MAX_MEMBER_CONSTRAINTS = 3
-MAX_CONSTANT_CONSTRAINTS = 32
-#: Other constraints on a member from one group past which a constraint is not tried as
-#: forced (:meth:`_ValueClasses._forced` tries every subset of them).
-MAX_FORCING_OTHERS = 4
-
-
-def _member_wise(group: MemberGroup, spec: Spec) -> bool:
-    """Whether a group only constrains members of ``spec``'s object: every branch an
-    object schema of ``properties`` and ``required`` alone (``type: "object"`` at most),
-    and no member constrained in more ways that can split its values, by it and the
-    groups already moved (``spec.presence``), than :data:`MAX_MEMBER_CONSTRAINTS` (or
-    :func:`_few_constants`).
-
-    A ``then``/``else`` constraint on a member written (in the member list's order)
-    after every name its ``if`` involves splits nothing: the condition is
-    decided there, so the constraint must hold or no longer matters
-    (:meth:`_ValueClasses.options` merges it in).  The order is the member list's as
-    it stands; groups moved later or a product's shared slots may still move names,
-    which only makes more classes: what splits is decided per state."""
-    branches = group.nodes
-    for branch in branches:
-        if not isinstance(branch, dict):
-            return False
-        allowed = _MEMBER_WISE_KEYWORDS | ({"not"} if _negated_name(branch) is not None else set())
-        if not set(branch) - set(unknown_keywords(branch)) <= allowed:
-            return False
-        if not isinstance(branch.get("properties", {}), dict) or not isinstance(branch.get("required", []), list):
-            return False
-        if not all(isinstance(name, str) for name in branch.get("required", [])):
-            return False
-        if branch.get("type", "object") not in ("object", ["object"]):
-            return False
-    if not any(_constrained_names(b) or b.get("required") or _excluded_names(b) for b in branches):
-        return False
-    groups = spec.presence + [group]
-    where: dict[str, int] | None = None  # the member order, read only where the bound is passed
-    for name, kinds in _constraint_kinds(groups).items():
-        if not _splits_widely([loc.node for loc, _ in kinds]):
-            continue
-        if where is None:
-            where = {name: i for i, name in enumerate(_member_names(_with_member_group(spec, group)))}
-        free = [loc.node for loc, pairs in kinds
-                if not all(_decided_before(groups[g], branch, where, name) for g, branch in pairs)]
-        if _splits_widely(free):
-            return False
-    return True
-
-
-def _splits_widely(nodes: list[Any]) -> bool:
-    """Whether constraints on one member would split its values into more than
-    2**MAX_MEMBER_CONSTRAINTS classes (constants and enums aside: one class per value)."""
-    return len(nodes) > MAX_MEMBER_CONSTRAINTS and not _few_constants(nodes)
-
-
-def _decided_before(group: MemberGroup, branch: int, where: dict[str, int], name: str) -> bool:
-    """Whether ``branch`` of ``group`` is a conditional's ``then``/``else`` whose ``if``
-    involves only names written before ``name`` (``where``: positions by name)."""
-    if group.rule != "if" or branch == 0 or name not in where:
-        return False
-    condition = group.nodes[0]
-    involved = [*condition.get("properties", {}), *condition.get("required", []), *_excluded_names(condition)]
-    return all(where.get(other, len(where)) < where[name] for other in involved)
-
-
-def _constant_values(nodes: list[Any]) -> list[set[str]] | None:
-    """The values each of ``nodes`` allows (as JSON texts) where each is a ``const`` or
-    ``enum`` alone, else None."""
-    found = []
-    for node in nodes:
-        if not isinstance(node, dict) or not set(node) - ANNOTATION_KEYWORDS <= {"const", "enum"} or not (
-                "const" in node or isinstance(node.get("enum"), list)):
-            return None
-        found.append({json.dumps(v, sort_keys=True) for v in ([node["const"]] if "const" in node else node["enum"])})
-    return found
-
-
-def _few_constants(nodes: list[Any]) -> bool:
-    """Whether member constraints are all ``const``/``enum`` lists, at most
-    :data:`MAX_CONSTANT_CONSTRAINTS` of them over at most as many distinct values: their
-    classes are then at most one per value and one for the rest."""
-    values = _constant_values(nodes)
-    return (values is not None and len(nodes) <= MAX_CONSTANT_CONSTRAINTS
-            and len(set().union(*values)) <= MAX_CONSTANT_CONSTRAINTS)
-
-
-def _with_member_group(spec: Spec, group: MemberGroup) -> Spec:
-    """``spec`` with the member-wise ``group`` moved to its member graph, and its other
-    types kept only where the group holds for them (an untyped branch holds for any
-    value that is no object, a ``type: "object"`` one for none)."""
-    holds = [_holds_off_objects(node) for node in group.nodes]
-    if group.rule == "if":
-        others = (holds[0] and holds[1]) or (not holds[0] and holds[2])
-    else:
-        others = sum(holds) == 1 if group.rule == "oneOf" else any(holds)
-    types = spec.types
-    if not others:
-        types = frozenset({"object"}) & (types if types is not None else _ALL_TYPES)
-    return spec.without(presence=spec.presence + [group], types=types)
-
-
-def _holds_off_objects(branch: dict) -> bool:
-    """Whether a member-wise branch holds for values that are no object: untyped, and
-    any ``not: {"required": ...}`` in it typed ``object`` (``required`` alone holds for
-    them, so its negation does not)."""
-    negated = branch.get("not")
-    return "type" not in branch and (negated is None or "type" in negated)
-
-
-def _types_outside(node: Any, types: frozenset[str] | None) -> frozenset[str] | None:
-    """The types of ``types`` (None: all) that ``not: node`` leaves, where ``node`` only
-    says ``type`` (None otherwise, or where it takes away integers but not the other
-    numbers, which no type set says)."""
-    if not isinstance(node, dict) or set(node) - ANNOTATION_KEYWORDS != {"type"}:
-        return None
-    removed = allowed_types(node["type"])
-    if not removed:
-        return None
-    current = _ALL_TYPES if types is None else types
-    if "integer" in removed and "number" not in removed and "number" in current:
-        return None
-    return frozenset(current - removed)
-
-
-#: Keywords a branch may hold and still be only a list of required names.
-_PRESENCE_KEYWORDS = frozenset(("required", "title", "description", "$comment"))
-
-
-def _required_only(group: Loc) -> bool:
-    branches = group.node
-    return isinstance(branches, list) and bool(branches) and all(
-        isinstance(b, dict) and set(b) <= _PRESENCE_KEYWORDS and isinstance(b.get("required"), list)
-        and b["required"] and all(isinstance(name, str) for name in b["required"]) for b in branches)
-
-
-def _exclusion_group(loc: Loc) -> MemberGroup | None:
-    """``not: {"required": [names]}`` (names that may not all be present: a mutual
-    exclusion; ``allOf`` of such lists, ``type: "object"``) as a member group: the
-    ``oneOf`` of the negated schema and ``{}``, which holds exactly where the negated
-    schema does not.  None for any other ``not``."""
-    names = _required_names(loc.node)
-    if names is None:
-        return None
-    negated = {"required": names, **({"type": loc.node["type"]} if "type" in loc.node else {})}
-    branches = (Loc(negated, loc.pointer, loc.base, loc.draft), Loc({}, loc.pointer, loc.base, loc.draft))
-    return MemberGroup(loc, "oneOf", branches, {"not": loc.node})
-
-
-def _required_names(node: Any) -> list[str] | None:
-    """The names a schema of ``required`` lists alone requires (``allOf`` of such schemas,
-    ``type: "object"`` and ``properties`` that constrain nothing too: ``not:
-    {"properties": {"x": {}}, "required": ["x"]}``, Github_hard o77304), else None."""
-    if not isinstance(node, dict) or set(node) - _PRESENCE_KEYWORDS - {"type", "allOf", "properties"}:
-        return None
-    if not _constrains_no_member(node.get("properties", {})):
-        return None
-    if node.get("type", "object") not in ("object", ["object"]):
-        return None
-    names, parts = node.get("required", []), node.get("allOf", [])
-    if "required" not in node and "allOf" not in node:
-        return None
-    if not isinstance(names, list) or not all(isinstance(name, str) for name in names) or not isinstance(parts, list):
-        return None
-    for part in parts:
-        more = _required_names(part) if isinstance(part, dict) and "type" not in part else None
-        if more is None:
-            return None
-        names = names + more
-    return list(dict.fromkeys(names))
-
-
-def _negated_member(branch: Loc) -> Loc:
-    """``{"not": {"properties": {name: S}}}`` as the member-wise branch it equals, an
-    object with ``name`` whose value fails S (``{"type": "object", "required": [name],
-    "properties": {name: {"not": S}}}``), else ``branch``.  The idiom "if this member is
-    set" (``if: {"not": {"properties": {"basic_auth": {"const": null}}}}``, then the
-    others null: JsonSchemaStore prometheus) was a product per conditional."""
-    node = branch.node
-    if not isinstance(node, dict) or set(node) - ANNOTATION_KEYWORDS != {"not"}:
-        return branch
-    negated = node["not"]
-    if not isinstance(negated, dict) or set(negated) - ANNOTATION_KEYWORDS != {"properties"}:
-        return branch
-    properties = negated["properties"]
-    if not isinstance(properties, dict) or len(properties) != 1:
-        return branch
-    (name, schema), = properties.items()
-    member = {"type": "object", "required": [name], "properties": {name: {"not": schema}}}
-    return Loc(member, branch.pointer + "/not", branch.base, branch.draft)
-
-
-def _constrains_no_member(properties: Any) -> bool:
-    """Whether a ``properties`` value holds only schemas every value meets (``{}``,
-    ``true``, annotations alone)."""
-    return isinstance(properties, dict) and all(
-        sub is True or (isinstance(sub, dict) and set(sub) <= ANNOTATION_KEYWORDS) for sub in properties.values())
-
-
-def _with_presence_groups(spec: Spec) -> Spec:
-    """``spec`` with its anyOf/oneOf groups of required-only branches moved to ``presence``.
-
-    ``required`` holds for any value that is no object, so such an ``anyOf`` leaves other
-    types alone and such a ``oneOf`` of two or more branches refuses them (every branch
-    holds)."""
-    any_of, one_of, moved = [], [], []
-    for groups, rule, kept in ((spec.any_of, "anyOf", any_of), (spec.one_of, "oneOf", one_of)):
-        for group in groups:
-            if _required_only(group):
-                moved.append(MemberGroup(group, rule, tuple(group_branches(group, rule))))
-            else:
-                kept.append(group)
-    if not moved:
-        return spec
-    spec = spec.without(any_of=any_of, one_of=one_of)
-    for group in moved:
-        spec = _with_member_group(spec, group)
-    return spec
-
-
-def _any_order_graph(members, extras, min_props: int, max_props: int | None, layout: Layout,
-                     groups: list["_Presence | _Dependency"] = ()) -> RegexNode:
-    """Members in any order, each at most once, required ones all present.
-
-    A state is (set of listed members written, count of all members, capped):
-    exact, and exponential in the number of listed members, hence the cap
-    :data:`MAX_GRAPH_ORDER_MEMBERS`.
-    """
-    cap = max(1, min_props, (max_props + 1) if max_props is not None else 0)
-    required = frozenset(i for i, member in enumerate(members) if member[2])
-    builder = _GraphBuilder(layout.comma())
-    start = ("at", frozenset(), 0)
-
-    def moves(key):
-        _, used, count = key
-        if max_props is not None and count >= max_props:
-            return
-        target_count = min(count + 1, cap)
-        for i in range(len(members)):
-            if i not in used:
-                yield ("at", used | {i}, target_count), seq(lit(members[i][0]), layout.colon(), members[i][1]), i
-        for k, (keys, value) in enumerate(extras):
-            yield ("at", used, target_count), seq(keys, layout.colon(), value), len(members) + k
-
-    def groups_met(used: frozenset[int]) -> bool:
-        return all(rule.satisfied_by(used) for rule in groups)
-
-    builder.explore(start, moves, lambda key: key[2] == 0)
-    return builder.graph(start, lambda key: required <= key[1] and key[2] >= min_props
-                         and (max_props is None or key[2] <= max_props) and groups_met(key[1]))
-
-
-def _group_by_names(group: "_Presence | _Dependency", raw: list[bytes]) -> tuple:
-    """A member group (over member positions) as a :class:`MemberRule` group over raw key names."""
-    def names(positions) -> frozenset[bytes] | None:
-        return None if positions is None or None in positions else frozenset(raw[p] for p in positions)
-
-    if isinstance(group, _Dependency):
-        return ("dependency", (frozenset({raw[group.key]}), names(group.needed)))
-    return (group.rule, tuple(None if names(branch) is None else (names(branch), names(out))
-                              for branch, out in zip(group.branches, group.excluded)))
-
-
-def _chosen_classes(members: list[tuple[str, RegexNode, bool]], groups: list["_Presence | _Dependency"],
-                    positions: list[int], combination: tuple) -> tuple[list, list]:
-    """The members and groups of one loop of ``SchemaEmitter._loops_by_class``: the member at
-    each of ``positions`` required with its value in the chosen class (a ``(language,
-    branches ruled out by group)`` pair), or left out (None); the groups resolved."""
-    chosen, ruled_out, absent = list(members), {}, set()
-    for position, choice in zip(positions, combination):
-        key = members[position][0]
-        if choice is None:
-            chosen[position] = (key, NOTHING, False)
-            absent.add(position)
-            continue
-        tree, out = choice
-        chosen[position] = (key, tree, True)
-        for group, branches in out.items():
-            ruled_out[group] = ruled_out.get(group, frozenset()) | branches
-    resolved = [group.resolved(ruled_out.get(index, frozenset()), absent) for index, group in enumerate(groups)
-                if not (isinstance(group, _Dependency) and group.key in absent)]
-    return chosen, resolved
-
-
-def _member_rule(spec: Spec, members: list[tuple[str, RegexNode, bool]], extra_keys: int | None,
-                 groups: list["_Presence | _Dependency"]) -> MemberRule | None:
-    """What the matcher checks of an any-order object (see ``SchemaEmitter._any_order_call``;
-    ``extra_keys``: :func:`_extra_key_count`), or None where a name search cannot see
-    every failure: keys that cannot be counted, more than :data:`MAX_GROUP_NAMES` names
-    to search."""
-    keys = _key_count(members, extra_keys)
-    if keys is None or (keys != GOES_ON and keys < spec.min_properties):
-        return None
-    most = spec.max_properties
-    binds = most is not None and (keys == GOES_ON or keys > most)
-    raw = [key[1:-1].encode() for key, _, _ in members]
-    rule = MemberRule(frozenset(name for name, (_, _, required) in zip(raw, members) if required),
-                      spec.min_properties, keys, tuple(_group_by_names(group, raw) for group in groups),
-                      most if binds else GOES_ON)
-    return None if len(rule.searched) > MAX_GROUP_NAMES else rule
-
-
-def _key_count(members: list[tuple[str, RegexNode, bool]], extra_keys: int | None) -> int | None:
-    """How many keys an object may hold: its listed members (but those left out, of no
-    value) and ``extra_keys`` (:func:`_extra_key_count`)."""
-    if extra_keys is None or extra_keys == GOES_ON:
-        return extra_keys
-    return sum(value is not NOTHING for _, value, _ in members) + extra_keys
-
-
-def _extra_key_count(extras: list[tuple[RegexNode, RegexNode]]) -> int | None:
-    """How many keys an object's extra classes take (:data:`GOES_ON` for unboundedly many;
-    None when a class's keys cannot be counted)."""
-    count = 0
-    for names, _ in extras:
-        found = string_values(names.dfa) if isinstance(names, Automaton) else None
-        if found is None:
-            return None
-        if found in (GOES_ON, MANY_VALUES):
-            return GOES_ON
-        count += found
-    return count
-
-
-def _by_value(members: list[tuple[str, RegexNode, bool]], extras: list[tuple[RegexNode, RegexNode]]
-              ) -> list[tuple[RegexNode, list[RegexNode]]]:
-    """A member loop's keys (listed names, extra name classes) grouped by equal value
-    languages, in first-mention order.  The loop's matcher tells members apart by the
-    names written, so the automaton need not: one copy of ``{"type": "string"}``
-    after every key that takes it, not one per key."""
-    groups: dict[RegexNode, list[RegexNode]] = {}
-    for key, value, _ in members:
-        groups.setdefault(value, []).append(lit(key))
-    for names, value in extras:
-        groups.setdefault(value, []).append(names)
-    return list(groups.items())
-
-
 def _digest(dfa: ByteDFA) -> str:
     """A digest of ``dfa``'s table: callees of equal languages (and rules) are built once.
 
@@ -2722,28 +1752,6 @@ def _digest(dfa: ByteDFA) -> str:
     a tenth of its 256 columns: the runs and the accepting states determine the table."""
     return hashlib.blake2b(dfa.run_table().tobytes() + dfa.accepting.tobytes() + str(dfa.start).encode(),
                            digest_size=16).hexdigest()
-
-
-def _distinct_items_graph(positions: list[dict[str, RegexNode]], min_items: int, max_items: int | None,
-                          layout: Layout) -> RegexNode:
-    """Items each of a different value.  ``positions[i]`` spells, by value key, the
-    values item i may take (the last entry: every later item).  A state is the set of
-    values written, whose size is also the item count, hence the position."""
-    builder = _GraphBuilder(layout.comma())
-    node_ids: dict[tuple[int, str], int] = {}
-    start = ("at", frozenset())
-
-    def moves(key):
-        used = key[1]
-        if max_items is not None and len(used) >= max_items:
-            return
-        slot = min(len(used), len(positions) - 1)
-        for value_key, value in positions[slot].items():
-            if value_key not in used:
-                yield ("at", used | {value_key}), value, node_ids.setdefault((slot, value_key), len(node_ids))
-
-    builder.explore(start, moves, lambda key: not key[1])
-    return builder.graph(start, lambda key: min_items <= len(key[1]) and (max_items is None or len(key[1]) <= max_items))
 
 
 def _finite_texts(dfa: ByteDFA, limit: int) -> list[bytes] | None:
@@ -2774,51 +1782,6 @@ def _finite_texts(dfa: ByteDFA, limit: int) -> list[bytes] | None:
         if len(texts) + len(stack) > limit:  # each path on the stack ends in a text of its own
             return None
     return sorted(texts)
-
-
-def _value_key(text: bytes) -> str:
-    """The same key for texts that are equal as JSON values, as uniqueItems compares
-    them: ``1`` and ``1.0`` are one value, ``-0.0`` and ``0`` too, ``true`` and ``1`` two."""
-    return _json_key(json.loads(text), signed_zero=False)
-
-
-def _items_graph(prefix, rest, min_items: int, max_items: int | None, contains, layout: Layout) -> RegexNode:
-    """Array items: position-specific schemas, then the rest; optional ``contains`` counting,
-    given as (the language an item counted meets, the language an item not counted misses,
-    low, high): the two differ where the context's depth cuts do (see ``_contained_items``)."""
-    hit_dfa, miss_dfa, low_c, high_c = contains if contains is not None else (None, None, 0, None)
-    c_cap = max(low_c, (high_c + 1) if high_c is not None else 0)
-    positions = len(prefix)
-    cap = max(positions, min_items, (max_items + 1) if max_items is not None else 0) + 1
-    builder = _GraphBuilder(layout.comma())
-    pieces_memo: dict[int, list] = {}
-
-    def pieces(count: int):
-        """(piece, contains increment) alternatives for the item at this position."""
-        slot = min(count, positions)
-        if slot not in pieces_memo:
-            item = prefix[count] if count < positions else rest
-            if item is NOTHING:
-                pieces_memo[slot] = []
-            elif contains is None or (hit_dfa is None and miss_dfa is None):
-                pieces_memo[slot] = [(item, 0)]
-            else:
-                dfa = item.dfa if isinstance(item, Automaton) else build_byte_dfa(item)
-                hit = None if hit_dfa is None else intersect(dfa, hit_dfa)
-                miss = dfa if miss_dfa is None else difference(dfa, miss_dfa)
-                pieces_memo[slot] = [(Automaton(d), inc) for d, inc in ((hit, 1), (miss, 0)) if d is not None]
-        return pieces_memo[slot]
-
-    def moves(key):
-        _, count, matched = key
-        if max_items is not None and count >= max_items:
-            return
-        for k, (piece, inc) in enumerate(pieces(count)):
-            yield ("at", min(count + 1, cap), min(matched + inc, c_cap)), piece, min(count, positions) * 2 + k
-
-    builder.explore(("at", 0, 0), moves, lambda key: key[1] == 0)
-    return builder.graph(("at", 0, 0), lambda key: key[1] >= min_items and (max_items is None or key[1] <= max_items)
-                         and key[2] >= low_c and (high_c is None or key[2] <= high_c))
 
 
 # Scalar alternatives up to this many automaton states are merged into one minimal DFA.
@@ -2857,15 +1820,6 @@ def _is_scalar(tree: RegexNode) -> bool:
     return True
 
 
-def _joined(items: list[RegexNode], separator: RegexNode) -> list[RegexNode]:
-    out: list[RegexNode] = []
-    for k, item in enumerate(items):
-        if k:
-            out.append(separator)
-        out.append(item)
-    return out
-
-
 def _exactly_one(kept: list[ByteDFA | None], removed: list[ByteDFA | None]) -> RegexNode:
     """Texts in exactly one of the languages: each branch's ``kept`` language minus the
     union of the others' ``removed`` ones (prefix/suffix unions).
@@ -2888,53 +1842,6 @@ def _exactly_one(kept: list[ByteDFA | None], removed: list[ByteDFA | None]) -> R
             out.append(Automaton(only))
         after = _union_opt(after, dfa)
     return alt(*reversed(out))
-
-
-def _json_types(value: Any) -> frozenset[str]:
-    """The JSON Schema types a JSON value has (an integral number is an integer too)."""
-    if value is None:
-        return frozenset(("null",))
-    if isinstance(value, bool):
-        return frozenset(("boolean",))
-    if isinstance(value, (int, float)):
-        return frozenset(("number", "integer")) if float(value).is_integer() else frozenset(("number",))
-    return frozenset(("string" if isinstance(value, str) else "array" if isinstance(value, list) else "object",))
-
-
-def _typed(spec: Spec, types: frozenset[str]) -> Spec:
-    """``spec`` narrowed to values of ``types``."""
-    return spec.without(types=_possible_types(spec) & types)
-
-
-def _possible_types(spec: Spec) -> frozenset[str]:
-    """Types a value meeting ``spec`` may have: its ``type`` keywords, and its enum values' types."""
-    types = _ALL_TYPES if spec.types is None else spec.types
-    if spec.enums:
-        types = types & frozenset().union(*map(_json_types, spec.enums[0]))
-    return types
-
-
-def _enum_keys(spec: Spec) -> set[str] | None:
-    """The enum/const values ``spec`` may take (as equality keys), or None without an enum:
-    those every enum lists whose strings match every pattern (``"enum": [kinds...]`` from
-    a shared base, narrowed per variant by ``"pattern": "compound"``, is a common tag)."""
-    if not spec.enums:
-        return None
-    keys = set.intersection(*({_json_key(v, False) for v in values} for values in spec.enums))
-    return {_json_key(v, False) for v in spec.enums[0] if _json_key(v, False) in keys and _matches_patterns(v, spec)}
-
-
-def _matches_patterns(value: Any, spec: Spec) -> bool:
-    """False only when ``value`` is a string that surely fails one of ``spec``'s patterns."""
-    if not isinstance(value, str):
-        return True
-    for pattern, loc in spec.patterns:
-        try:
-            if not _search(pattern, value, loc):
-                return False
-        except SchemaError:  # the build reports the pattern; here it proves nothing
-            continue
-    return True
 
 
 def _evaluated(spec: Spec, index: int, rest: Spec | None = None) -> frozenset:
@@ -3011,143 +1918,3 @@ def _int_high(bound) -> int | None:
     return high - 1 if exclusive and high == value else high
 
 
-def _meets_content(value: Any, spec: Spec) -> bool:
-    """Draft 7's content keywords on an enum value, which ``jsonschema`` does not assert:
-    base64 (the pattern ``spec._absorb_content`` adds) and a JSON text inside the string."""
-    if not isinstance(value, str):
-        return True
-    if any(pattern == BASE64_PATTERN for pattern, _ in spec.patterns) and not _ecma_search(BASE64_PATTERN, value):
-        return False
-    return not spec.json_content or is_json_text(value)
-
-
-def _json_key(value: Any, signed_zero: bool = True) -> str:
-    """Equality of JSON values as JSON Schema defines it (1 == 1.0, true != 1).
-
-    ``signed_zero`` keeps ``-0.0`` apart from ``0``, which JSON Schema counts equal: an
-    enum listing both keeps both spellings that way.  Judging whether two values are
-    one (uniqueItems, disjoint branches) passes False."""
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
-    if isinstance(value, (int, float)):
-        if value == 0 and not signed_zero:
-            return "n:0"
-        return "n:" + str(Decimal(repr(value)).normalize()) if isinstance(value, float) else "n:" + str(Decimal(value).normalize())
-    if isinstance(value, list):
-        return "[" + ",".join(_json_key(v, signed_zero) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(json.dumps(k) + ":" + _json_key(v, signed_zero) for k, v in sorted(value.items())) + "}"
-    return json.dumps(value)
-
-
-def _unique(values: list[Any]) -> list[Any]:
-    seen, out = set(), []
-    for value in values:
-        key = _json_key(value)
-        if key not in seen:
-            seen.add(key)
-            out.append(value)
-    return out
-
-
-@lru_cache(maxsize=1024)
-def _search_dfa(pattern: str) -> ByteDFA:
-    return build_byte_dfa(utf8_chars(pattern_tree(pattern)))
-
-
-def _ecma_search(pattern: str, text: str) -> bool:
-    """``pattern`` found in ``text`` with ECMA-262 semantics, as the compiled language
-    reads it (Python's ``re`` differs: ``\\d`` is Unicode there, ``\\p{...}`` an error)."""
-    return _search_dfa(pattern).matches(text.encode("utf-8", "surrogatepass"))
-
-
-def _ecma_pattern(validator, pattern, instance, schema):
-    if validator.is_type(instance, "string") and not _ecma_search(pattern, instance):
-        import jsonschema
-
-        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-def _ecma_pattern_properties(validator, patterns, instance, schema):
-    if not validator.is_type(instance, "object"):
-        return
-    for pattern, subschema in patterns.items():
-        for key, member in instance.items():
-            if _ecma_search(pattern, key):
-                yield from validator.descend(member, subschema, path=key, schema_path=pattern)
-
-
-def _ecma_additional_properties(validator, additional, instance, schema):
-    if not validator.is_type(instance, "object"):
-        return
-    listed, patterns = schema.get("properties", {}), schema.get("patternProperties", {})
-    extras = [key for key in instance if key not in listed and not any(_ecma_search(p, key) for p in patterns)]
-    if validator.is_type(additional, "object"):
-        for key in extras:
-            yield from validator.descend(instance[key], additional, path=key)
-    elif additional is False and extras:
-        import jsonschema
-
-        yield jsonschema.ValidationError(f"additional properties are not allowed ({', '.join(map(repr, extras))})")
-
-
-@lru_cache(maxsize=None)
-def _ecma_validator_class(cls):
-    """``cls`` with ``pattern``, ``patternProperties`` and ``additionalProperties`` (which
-    tells extra names by the patterns) searched the ECMA-262 way, so that enum values are
-    filtered by the same rules the compiled language applies."""
-    import jsonschema
-
-    return jsonschema.validators.extend(cls, {"pattern": _ecma_pattern, "patternProperties": _ecma_pattern_properties,
-                                              "additionalProperties": _ecma_additional_properties})
-
-
-def _search(pattern: str, name: str, loc: Loc) -> bool:
-    """Whether the property name contains a match of the pattern (patternProperties semantics)."""
-    try:
-        return _search_dfa(pattern).matches(name.encode("utf-8"))
-    except RegexError as err:
-        raise SchemaError(_regex_blame("patternProperties key", pattern, err), loc.pointer) from None
-
-
-@lru_cache(maxsize=1024)
-def _pattern_key_dfa_cached(pattern: str) -> ByteDFA:
-    return build_byte_dfa(seq(lit('"'), encode_chars(pattern_tree(pattern)), lit('"')))
-
-
-def _pattern_key_dfa(pattern: str, loc: Loc) -> ByteDFA:
-    try:
-        return _pattern_key_dfa_cached(pattern)
-    except RegexError as err:
-        raise SchemaError(_regex_blame("patternProperties key", pattern, err), loc.pointer) from None
-
-
-def _regex_blame(what: str, pattern: str, err: RegexError) -> str:
-    return f"{what} {pattern!r} cannot be compiled (at position {err.position}): {err.reason}"
-
-
-#: Sets of patternProperties that keys can match together, at most, in one object.
-MAX_KEY_CLASSES = 64
-
-
-def _key_classes(keys: ByteDFA, patterns: list[ByteDFA], locs: list[Loc]) -> list[tuple[ByteDFA, tuple[int, ...]]]:
-    """The keys of ``keys`` split by which ``patterns`` they match: (keys, indices of the
-    patterns matched) for each non-empty class.
-
-    Each pattern splits every class found so far into the keys it matches and those it
-    does not, and empty halves are dropped at once, so the work follows the classes
-    that exist rather than all ``2**n`` subsets: patterns that exclude each other
-    (``^name:(en|nl)$`` beside a dozen other names) give ``n + 1`` classes.  Keys that
-    overlap in more than :data:`MAX_KEY_CLASSES` ways are refused (each class is one
-    more value automaton); ``locs`` name the patterns for that error."""
-    classes: list[tuple[ByteDFA, tuple[int, ...]]] = [(keys, ())]
-    for index, pattern in enumerate(patterns):
-        split = []
-        for part, matched in classes:
-            inside, outside = intersect(part, pattern), difference(part, pattern)
-            split += [(half, got) for half, got in ((inside, matched + (index,)), (outside, matched)) if half is not None]
-        if len(split) > MAX_KEY_CLASSES:
-            raise SchemaError(f"patternProperties whose keys overlap in more than {MAX_KEY_CLASSES} ways are not "
-                              f"supported (pattern {index + 1} of {len(patterns)})", locs[index].pointer or "#")
-        classes = split
-    return classes
