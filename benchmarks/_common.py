@@ -16,8 +16,11 @@ them too) and are re-exported here so the scripts import one place.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from constrain.bench.engines import optional_import, timed
 from constrain.bench.report import (
@@ -48,6 +51,7 @@ __all__ = [
     "progress",
     "hf_token_bytes",
     "write_json",
+    "within_seconds",
 ]
 
 #: The repository root (this file lives in ``<repo>/benchmarks``).
@@ -90,3 +94,39 @@ def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+
+
+# -- time limits -----------------------------------------------------------------------
+T = TypeVar("T")
+
+
+class _Alarm(Exception):
+    """SIGALRM as an exception.  ``fired`` tells it apart where numba wraps it: a signal
+    that lands inside compiled code comes out as a SystemError."""
+
+    fired = False
+
+    @classmethod
+    def handler(cls, *_) -> None:
+        cls.fired = True
+        raise cls()
+
+
+def within_seconds(seconds: int, build: Callable[[], T], refused: tuple[type[BaseException], ...] = ()) -> T | None:
+    """``build()``, or None when it raises one of ``refused`` or runs past ``seconds``
+    (the fuzzers' compiles: a refusal and a timeout are both a skipped case)."""
+    _Alarm.fired = False
+    previous = signal.signal(signal.SIGALRM, _Alarm.handler)
+    signal.alarm(seconds)
+    try:
+        try:
+            return build()
+        finally:  # a signal that lands in numba code is handled on the way out: maybe here
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
+    except refused + (_Alarm,):
+        return None
+    except SystemError:
+        if _Alarm.fired:
+            return None
+        raise

@@ -28,8 +28,8 @@ import argparse
 import json
 import random
 import re
-import signal
 import sys
+from pathlib import Path
 
 import jsonschema
 
@@ -37,15 +37,14 @@ from constrain.errors import RegexError, SchemaError
 from constrain.grammar.json_schema import JsonSchemaOptions, schema_to_dfa
 from constrain.testing import Unserialisable, json_schema_instance_text
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import within_seconds  # noqa: E402
+
 SCALARS = [0, 1, -1, 2, 3, 6, 1.5, 100, 1.0, 0.0, -0.0, 2.0, 1e20, 1e-7, "", "a", "b", "ab", "é", "2020-01-01",
            "1.2.3.4", "a@b.c", "a b", "x.y", True, False, None]
 PATTERNS = ["^a", "b$", "^[ab]*$", "é", "^(?!a)", "a(?=b)", "^(?:a|b$)", "(?!ab)b|a$", r"\ba", r"^((?!ab).)*$"]
 #: Texts a product's plain numbers leave out (ARCHITECTURE.md, "Number spellings").
 _PLAIN_LIMITS = re.compile(r"\d[eE]|-0\.0|-0\b|\d\.0\b")
-
-
-class _Timeout(Exception):
-    pass
 
 
 class Generator:
@@ -176,33 +175,10 @@ def _values(gen: Generator, schema: dict, count: int) -> list:
     return values
 
 
-class _Alarm:
-    """SIGALRM as an exception; ``fired`` tells it apart when numba wraps it (a signal
-    that lands inside compiled code comes out as a SystemError)."""
-
-    fired = False
-
-    @classmethod
-    def handler(cls, *_) -> None:
-        cls.fired = True
-        raise _Timeout()
-
-
 def _compile(schema: dict, seconds: int):
     """The schema's automaton, or None when it is refused or takes too long."""
-    _Alarm.fired = False
-    signal.alarm(seconds)
-    try:
-        try:
-            return schema_to_dfa(schema, JsonSchemaOptions()).automaton
-        finally:  # a signal that lands in numba code is handled on the way out: maybe here
-            signal.alarm(0)
-    except (SchemaError, RegexError, _Timeout):
-        return None
-    except SystemError:
-        if _Alarm.fired:
-            return None
-        raise
+    return within_seconds(seconds, lambda: schema_to_dfa(schema, JsonSchemaOptions()).automaton,
+                          (SchemaError, RegexError))
 
 
 def _sound(dfa, schema, values, validator) -> list[str]:
@@ -245,7 +221,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=20, help="seconds per compile")
     args = parser.parse_args(argv)
 
-    signal.signal(signal.SIGALRM, _Alarm.handler)
     gen = Generator(args.seed)
     check = _sound if args.mode == "sound" else _complete
     failures = skipped = ordered = 0

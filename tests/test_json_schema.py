@@ -1045,13 +1045,20 @@ LOOK_AHEAD_PATTERNS = [
     r"\bab\b", r"\Ba", r"^\w+\b", r"x\b.y", r"\b", r"\B", r"^(a\b|b)+$", r"(?=a)\b\w",
     r"^https?:\/\/(www\.)?[-a-z0-9@:%._]{1,25}\.[a-z]{1,6}\b([-a-z0-9@:%_.~#?&//=]*)$",
 ]
+#: Anchors after zero-width items or inside groups of alternatives (the regex fuzzer's
+#: finds: ``(?:^|x)a`` matched ``"ba"``, ``(?!a)^b`` matched ``"cb"``).
+ANCHOR_PATTERNS = [
+    r"(?!a)^b", r"()^b", r"(?=a)^a", r"(?:^|x)a", r"a(?:$|x)", r"()^$()", r"(?:^a)b", r"x|(?:^|y)(?:c|$)",
+    r"(?:(?:^|x)y|c)a", r"^(?:a|b$)", r"(?:^a|b)(?=c)", r"\b(?:^|x)a",
+]
 
 
-@pytest.mark.parametrize("pattern", LOOK_AHEAD_PATTERNS)
+@pytest.mark.parametrize("pattern", LOOK_AHEAD_PATTERNS + ANCHOR_PATTERNS)
 def test_look_aheads_and_inner_dollars_in_patterns(pattern):
-    """Look-aheads, a ``$`` before a pattern's end and word boundaries (strings.pattern_tree:
-    filters on the text that follows, or markers checked by dfa_ops.assert_ahead).  Oracle: the ``regex``
-    module's search, ASCII classes as in ECMA-262, ``$`` as end of input."""
+    """Look-aheads, a ``$`` before a pattern's end, word boundaries (strings.pattern_tree:
+    filters on the text that follows, or markers checked by dfa_ops.assert_ahead) and
+    anchors wherever they may stand.  Oracle: the ``regex`` module's search, ASCII classes
+    as in ECMA-262, ``$`` as end of input."""
     import regex
     oracle = regex.compile(pattern.replace("$", r"\Z"), flags=regex.ASCII)
     dfa = dfa_for({"type": "string", "pattern": pattern})
@@ -1070,6 +1077,29 @@ def test_too_many_assertions_in_one_repetition_are_refused_by_position():
         dfa_for({"type": "string", "pattern": pattern})
     with pytest.raises(SchemaError, match=r"position 4\): a word boundary inside a look-ahead"):
         dfa_for({"type": "string", "pattern": r"x(?=\ba)"})
+    # Inside a long repetition in a look-ahead too (a TypeError from dfa_ops before).
+    with pytest.raises(SchemaError, match=r"position 6\): a word boundary inside a look-ahead"):
+        dfa_for({"type": "string", "pattern": r"(?=(?:\bx)+)y"})
+
+
+def test_assertion_automata_past_their_runs_budget_are_refused(monkeypatch):
+    """The subset construction of assertions holds sets of runs; past the budget of runs in
+    all, the pattern is refused with its pointer (memory follows the runs, not the states)."""
+    import constrain.automata.dfa_ops as dfa_ops
+
+    assert dfa_for({"type": "string", "pattern": r"\bab\b"}).matches(b'"x ab y"')
+    monkeypatch.setattr(dfa_ops, "MAX_ASSERTION_RUNS", 100)
+    with pytest.raises(SchemaError, match=r"needs more than 100 runs of its automaton") as err:
+        dfa_for({"properties": {"a": {"pattern": r"\bcd\b"}}})  # another pattern: built ones are memoised
+    assert err.value.pointer == "/properties/a"
+
+
+@pytest.mark.parametrize("pattern", [r"a(?:^|x)", r"(?:^|x)?a", r"(?=^a)a"])
+def test_anchors_that_cannot_stand_are_refused_by_position(pattern):
+    """A '^' that is not at the start of a branch, once groups of alternatives are split, is
+    refused by position, never dropped (before, ``(?=^a)a`` matched ``"ba"``)."""
+    with pytest.raises(SchemaError, match=r"anchor '\^' is only supported at the start"):
+        dfa_for({"type": "string", "pattern": pattern})
 
 
 def test_pattern_dollar_is_ecma_end_of_input():
@@ -2121,12 +2151,12 @@ def test_masks_match_enumerating_oracle(infos, name, tokenizer_name, whitespace)
     ({"type": "string", "pattern": "a(b"}, "#/pattern", "a(b"),
     # A pattern with a long maxLength is a counted callee, but its copies before the loop are eager.
     ({"properties": {"d": {"type": "string", "pattern": "^[a-z ]*$", "minLength": 90000, "maxLength": 100000}}},
-     "#/properties/d", "pattern '^[a-z ]*$' with minLength 90000 and maxLength 100000 needs more than"),
+     "#/properties/d", "pattern '^[a-z ]*$' with minLength 90000 and maxLength 100000 is too large to build"),
     # Alone, a long string is a counted callee; an operand of a product counts eagerly.
     ({"properties": {"d": {"not": {"type": "string", "maxLength": 100000}}}}, "#/properties/d",
      "counting 100,000 characters"),
     ({"properties": {"d": {"$ref": "#/$defs/long"}}, "$defs": {"long": {"type": "string", "minLength": 90000}}},
-     "#/$defs/long", "minLength 90000 needs more than"),
+     "#/$defs/long", "minLength 90000 is too large to build"),
 ])
 def test_schema_errors_name_keyword_and_pointer(schema, pointer, words):
     with pytest.raises(SchemaError) as info:
@@ -2142,17 +2172,17 @@ def test_too_large_automata_name_the_sub_schema_and_what_grew(monkeypatch):
     """With the state limit lowered: the innermost sub-schema is named, not '#', and why it grew."""
     import constrain.automata.byte_dfa as byte_dfa
     import constrain.automata.dfa_ops as dfa_ops
-    import constrain.grammar.json_schema.emit as emit
     import constrain.grammar.json_schema.strings as strings
 
-    for module in (byte_dfa, dfa_ops, strings, emit):
+    for module in (byte_dfa, dfa_ops, strings):
         monkeypatch.setattr(module, "MAX_DFA_STATES", 3000)
     product = {"properties": {"t": {"type": "string", "pattern": "^(?:\\S+\\s+){0,9}\\S+$", "maxLength": 100}}}
     combined = {"properties": {"a": {"oneOf": [{"type": "array", "maxItems": 0}, {"type": "array", "maxItems": 5,
                                                                   "items": {"type": "string", "maxLength": 100}}]}}}
     # (A length alone would be a counted callee: inlined where it fits, else called.)
     whole = {"properties": {k: {"type": "string", "pattern": "^[^x]*$", "maxLength": 100} for k in "abc"}}
-    for schema, pointer, words in [(product, "/properties/t", "with maxLength 100 needs more than 3,000"),
+    for schema, pointer, words in [(product, "/properties/t", "with maxLength 100 is too large to build: a combined automaton has more "
+                                                         "than 3000 states"),
                                    (combined, "/properties/a", "/properties/a/oneOf/1/items (1,401 states)"),
                                    (whole, "#", "largest parts: /properties/")]:
         with pytest.raises(SchemaError) as info:

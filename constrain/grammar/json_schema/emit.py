@@ -26,7 +26,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, build_byte_dfa
+from ...automata.byte_dfa import ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import (any_suffix_marker, difference, has_any_suffix, intersect, union, widen_any_suffix,
                                   without_words)
 from ...automata.pushdown import (CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, WIDE_CALL, WIDE_SYMBOLS, call_marker, called_symbols,
@@ -1715,7 +1715,7 @@ def _string_blame(spec: Spec, patterns: list[str], formats: list[str], reason: s
     bounds = ([f"minLength {spec.min_length}"] if spec.min_length else []) + \
              ([f"maxLength {spec.max_length}"] if spec.max_length is not None else [])
     what = " with ".join(filter(None, [" and ".join(parts), " and ".join(bounds)]))
-    return f"{what or 'the string'} needs more than {MAX_DFA_STATES:,} automaton states ({reason})"
+    return f"{what or 'the string'} is too large to build: {reason}"
 
 
 def _embedded_states(tree: RegexNode) -> int:

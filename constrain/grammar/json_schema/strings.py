@@ -23,7 +23,7 @@ from ...automata.dfa_ops import assert_ahead, difference, intersect
 from ...automata.pushdown import CountedCallee, call_marker
 from ...errors import RegexError
 from ..regex import (Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, _WORD, _Anchor, _Boundary, _Look, _Parser,
-                     _strip_anchors, normalize_ranges)
+                     _only_empty, _strip_anchors, normalize_ranges)
 from .formats import FORMATS
 from .trees import EMPTY, NOTHING, alt, lit, seq, star
 
@@ -214,22 +214,24 @@ def pattern_tree(pattern: str) -> RegexNode:
     """
     parser = _Parser(pattern, "ecma", False, False, lookaheads=True)
     tree = parser.parse()
-    branches = tree.items if isinstance(tree, Alt) else (tree,)
     by_anchors: dict[tuple[bool, bool], list[RegexNode]] = {}
-    for branch in branches:
-        items = branch.items if isinstance(branch, Concat) else (branch,)
-        starts = bool(items) and isinstance(items[0], _Anchor) and items[0].kind == "^"
-        ends = bool(items) and isinstance(items[-1], _Anchor) and items[-1].kind == "$"
+    for branch in _anchor_branches(tree.items if isinstance(tree, Alt) else (tree,)):
+        items = _flat(branch)
+        branch = Concat(items)
+        # Anchored where a '^' stands among the zero-width items it begins with (after
+        # ``(?!a)`` or ``()`` too), and only there: any other '^' is refused below.
+        starts = _anchored_end(items, "^")
+        ends = _anchored_end(items[::-1], "$")
         if _has_boundary(branch):  # an assertion on both sides: the whole branch, from the string's start
-            body = seq(EMPTY if starts else _ANY_STRING, _strip_anchors(branch, True, True, parser, keep_end=True))
+            body = seq(EMPTY if starts else _ANY_STRING, _strip_anchors(branch, starts, True, parser, keep_end=True))
             tests: list[tuple[int, RegexNode, bool, bool]] = []
             marked = _with_markers(body, tests, parser)
             by_anchors.setdefault((True, True), []).append(Asserted(marked, _ANY_STRING, tuple(tests), _ENDS_IN_WORD))
         elif _asserts_ahead(branch):
-            body = _strip_anchors(branch, True, True, parser, keep_end=True)
+            body = _strip_anchors(branch, starts, True, parser, keep_end=True)
             by_anchors.setdefault((starts, True), []).append(_followed_by(body, _ANY_STRING, parser))
         else:
-            by_anchors.setdefault((starts, ends), []).append(_strip_anchors(branch, True, True, parser))
+            by_anchors.setdefault((starts, ends), []).append(_strip_anchors(branch, starts, ends, parser))
     return alt(*(seq(EMPTY if starts else _ANY_STRING, alt(*bodies), EMPTY if ends else _ANY_STRING)
                  for (starts, ends), bodies in by_anchors.items()))
 
@@ -268,8 +270,83 @@ def _is_assertion(node) -> bool:
     return isinstance(node, (_Look, _Boundary)) or (isinstance(node, _Anchor) and node.kind == "$")
 
 
+#: A top-level alternative is split over a group of alternatives with anchors into at most this many.
+MAX_ANCHOR_BRANCHES = 32
+
+
+def _flat(node) -> tuple:
+    """The items of ``node`` as one concatenation (groups in a sequence spliced in)."""
+    if isinstance(node, Concat):
+        return tuple(item for inner in node.items for item in _flat(inner))
+    return (node,)
+
+
+def _anchored_end(items: tuple, kind: str) -> bool:
+    """Whether an anchor ``kind`` stands among the zero-width items ``items`` begins with."""
+    for item in items:
+        if isinstance(item, _Anchor) and item.kind == kind:
+            return True
+        if not _only_empty(item):
+            return False
+    return False
+
+
+def _anchor_branches(branches) -> list:
+    """``branches`` with each group of alternatives that holds an anchor at the start of
+    a branch (``(?:^|x)a``) or at its end (``a(?:$|x)``) distributed into branches of
+    their own (``^a|xa``), at most :data:`MAX_ANCHOR_BRANCHES`.  Whether a branch is
+    anchored is then read from its ends; a group left over refuses its anchor (the
+    stripping says where).  Before, the branch was not anchored and its anchor was
+    dropped: ``(?:^|x)a`` matched ``"ba"``."""
+    out, todo = [], list(branches)
+    while todo:
+        branch = todo.pop()
+        items = _flat(branch)
+        found = _anchor_group(items, "^") if not _anchored_end(items, "^") else None
+        if found is None and not _anchored_end(items[::-1], "$"):
+            found = _anchor_group(items[::-1], "$")
+            found = None if found is None else (len(items) - 1 - found[0], found[1])
+        if found is None or len(out) + len(todo) + len(found[1].items) > MAX_ANCHOR_BRANCHES:
+            out.append(branch)
+            continue
+        index, group = found
+        todo.extend(Concat(items[:index] + (choice,) + items[index + 1:]) for choice in group.items)
+    return out
+
+
+def _anchor_group(items: tuple, kind: str) -> tuple[int, Alt] | None:
+    """The first group of alternatives among the zero-width items ``items`` begins with and
+    the item after them that holds an anchor ``kind`` outside any look-ahead, with its index."""
+    for index, item in enumerate(items):
+        if isinstance(item, Alt) and _holds_anchor(item, kind):
+            return index, item
+        if not _only_empty(item):
+            return None
+    return None
+
+
+def _holds_anchor(node, kind: str) -> bool:
+    """Whether an anchor ``kind`` stands in ``node`` outside its look-aheads' bodies."""
+    if isinstance(node, _Anchor):
+        return node.kind == kind
+    if isinstance(node, (Concat, Alt)):
+        return any(_holds_anchor(item, kind) for item in node.items)
+    if isinstance(node, Repeat):
+        return _holds_anchor(node.item, kind)
+    return False
+
+
 def _has_boundary(node) -> bool:
-    return _holds(node, lambda item: isinstance(item, _Boundary))
+    return _first_boundary(node) is not None
+
+
+def _first_boundary(node) -> _Boundary | None:
+    """The first word boundary in ``node`` (look-ahead bodies included), else None."""
+    if isinstance(node, _Boundary):
+        return node
+    inner = node.items if isinstance(node, (Concat, Alt)) else (node.item,) if isinstance(node, Repeat) else (
+        (node.body,) if isinstance(node, _Look) else ())
+    return next((found for item in inner if (found := _first_boundary(item)) is not None), None)
 
 
 def _holds_assertion(node) -> bool:
@@ -328,6 +405,9 @@ def _repeated_with_assertions(node: Repeat, rest: RegexNode, parser: _Parser) ->
     copies after a copy are part of what its assertion sees, which no tree can split."""
     if node.max is not None and node.max <= MAX_UNROLLED_LOOKS:
         return _followed_by(_unrolled(node), rest, parser)
+    boundary = _first_boundary(node)
+    if boundary is not None:  # what it sees behind is not known here (no text before the look-ahead's)
+        raise parser.error("a word boundary inside a look-ahead is not supported", boundary.position)
     tests: list[tuple[int, RegexNode, bool, bool]] = []
     body = _with_markers(node, tests, parser)
     return Asserted(body, rest, tuple(tests))
