@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = [
     "ConstrainError",
     "RegexError",
+    "EmptyLanguageError",
     "GrammarError",
     "SchemaError",
     "TokenizerError",
@@ -55,6 +56,17 @@ class RegexError(ConstrainError, ValueError):
             f"Invalid regex at position {position}: {message}\n"
             f"{caret_excerpt(pattern, position)}"
         )
+
+
+class EmptyLanguageError(RegexError):
+    """A regular expression (or an intersection of constraints) that no string matches.
+
+    A :class:`RegexError` of its own, so that callers for which an empty language is an
+    answer (a string schema no string meets is simply no string) can tell it from a
+    malformed or too large one."""
+
+    def __init__(self, pattern: str = "") -> None:
+        super().__init__("the pattern matches no string at all", pattern, 0)
 
 
 class GrammarError(ConstrainError, ValueError):

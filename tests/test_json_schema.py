@@ -2151,12 +2151,12 @@ def test_masks_match_enumerating_oracle(infos, name, tokenizer_name, whitespace)
     ({"type": "string", "pattern": "a(b"}, "#/pattern", "a(b"),
     # A pattern with a long maxLength is a counted callee, but its copies before the loop are eager.
     ({"properties": {"d": {"type": "string", "pattern": "^[a-z ]*$", "minLength": 90000, "maxLength": 100000}}},
-     "#/properties/d", "pattern '^[a-z ]*$' with minLength 90000 and maxLength 100000 is too large to build"),
+     "#/properties/d", "pattern '^[a-z ]*$' with minLength 90000 and maxLength 100000 cannot be built"),
     # Alone, a long string is a counted callee; an operand of a product counts eagerly.
     ({"properties": {"d": {"not": {"type": "string", "maxLength": 100000}}}}, "#/properties/d",
      "counting 100,000 characters"),
     ({"properties": {"d": {"$ref": "#/$defs/long"}}, "$defs": {"long": {"type": "string", "minLength": 90000}}},
-     "#/$defs/long", "minLength 90000 is too large to build"),
+     "#/$defs/long", "minLength 90000 cannot be built"),
 ])
 def test_schema_errors_name_keyword_and_pointer(schema, pointer, words):
     with pytest.raises(SchemaError) as info:
@@ -2181,8 +2181,8 @@ def test_too_large_automata_name_the_sub_schema_and_what_grew(monkeypatch):
                                                                   "items": {"type": "string", "maxLength": 100}}]}}}
     # (A length alone would be a counted callee: inlined where it fits, else called.)
     whole = {"properties": {k: {"type": "string", "pattern": "^[^x]*$", "maxLength": 100} for k in "abc"}}
-    for schema, pointer, words in [(product, "/properties/t", "with maxLength 100 is too large to build: a combined automaton has more "
-                                                         "than 3000 states"),
+    for schema, pointer, words in [(product, "/properties/t", "with maxLength 100 cannot be built: a combined automaton has more "
+                                                     "than 3000 states"),
                                    (combined, "/properties/a", "/properties/a/oneOf/1/items (1,401 states)"),
                                    (whole, "#", "largest parts: /properties/")]:
         with pytest.raises(SchemaError) as info:
@@ -2464,6 +2464,28 @@ def test_a_language_emptied_by_depth_cuts_says_so():
                               "deeper values are refused"]
     assert schema_to_dfa(schema).automaton.matches(b'{"k": {"k": null}}')
     assert schema_to_dfa({"type": "string", "not": {"type": "string"}}).notes == [UNSATISFIABLE]
+
+
+@pytest.mark.parametrize("schema", [{"type": "string", "pattern": "$a"}, {"type": "string", "pattern": "$a", "maxLength": 2},
+                                    {"type": "string", "pattern": "$a", "minLength": 1, "maxLength": 300}])
+def test_patterns_no_string_matches_are_no_string(schema):
+    """A pattern no string matches leaves no string: at the root the schema is unsatisfiable
+    (noted, as other empty schemas are), below it the member or branch is simply absent.
+    With a length bound this refused the whole schema before ("... matches no string at all")."""
+    assert schema_to_dfa(schema).notes == [UNSATISFIABLE]
+    optional = schema_to_dfa({"properties": {"a": schema}}).automaton
+    assert optional.matches(b'{}') and optional.matches(b'"a"') and not optional.is_prefix(b'{"a"')
+    assert schema_to_dfa({"anyOf": [schema, {"type": "null"}]}).automaton.matches(b"null")
+
+
+def test_patterns_no_string_matches_in_enums_and_member_names():
+    """Such a pattern keeps no enum string and names no member (it was "cannot check enum
+    value 'x': pattern '' cannot be compiled", and a patternProperties key refused)."""
+    assert dfa_for({"enum": ["x", 1], "pattern": "$a"}).matches(b"1")
+    assert not dfa_for({"enum": ["x", 1], "pattern": "$a"}).matches(b'"x"')
+    closed = dfa_for({"patternProperties": {"$a": {"type": "integer"}, "b": {"type": "string"}},
+                      "additionalProperties": False})
+    assert closed.matches(b'{"b":"x"}') and not closed.is_prefix(b'{"a"') and not closed.is_prefix(b'{"c"')
 
 
 def test_sibling_references_to_one_definition_are_no_recursion():

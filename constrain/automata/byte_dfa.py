@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import RegexError
+from ..errors import EmptyLanguageError, RegexError
 from ..grammar.regex import Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, parse_regex
 from .utf8 import ranges_to_utf8_sequences
 
@@ -699,8 +699,8 @@ def build_byte_dfa(tree: RegexNode, pattern: str = "", *, minimize: bool = True)
     Raises
     ------
     RegexError
-        When the language is empty (nothing can ever match), or the automaton is
-        too large.
+        When the automaton is too large; :class:`EmptyLanguageError` (a subclass)
+        when the language is empty (nothing can ever match).
     """
     strings = _literal_strings(tree)
     if strings is not None and any(strings):
@@ -711,7 +711,7 @@ def build_byte_dfa(tree: RegexNode, pattern: str = "", *, minimize: bool = True)
     trans, labels, starts = _subset_construction(nfa, (start,), {final: 0})
     pruned = _prune_dead(trans, labels, starts)
     if pruned is None:
-        raise RegexError("the pattern matches no string at all", pattern, 0)
+        raise EmptyLanguageError(pattern)
     trans, labels, (start_state,) = _minimize(*pruned) if minimize else pruned
     return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), labels >= 0, start_state)
 

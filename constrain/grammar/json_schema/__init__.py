@@ -19,7 +19,7 @@ from ...automata.dfa_ops import bound_runs, dfa_from_table, has_any_suffix
 from ...automata.pushdown import CALL, COUNTED_SYMBOLS, PushdownDFA, called_symbols, inline_calls, without_symbols
 from ...automata.member_sets import MemberRule, MemberSetAutomaton
 from ...automata.unique_items import UniqueItemsAutomaton
-from ...errors import RegexError, SchemaError
+from ...errors import EmptyLanguageError, RegexError, SchemaError
 from .document import SchemaDocument, load_schema
 from .emit import SchemaEmitter, any_value_callee, largest_parts
 from .layout import WHITESPACE_MODES, WS_BYTES, Layout
@@ -198,6 +198,8 @@ def schema_to_dfa(schema: Any, options: JsonSchemaOptions = JsonSchemaOptions(),
         # a mark left here would let byte 0xC0 through, so this is checked even under -O.
         if any(map(has_any_suffix, [dfa, *emitter.callees.values()])):
             raise RuntimeError("internal error: an ANY_SUFFIX cut escaped a product (please report the schema)")
+    except EmptyLanguageError:  # a part no text meets, found by the whole build (an unbounded `$a` pattern)
+        return _empty(emitter, root, options, resources)
     except RegexError as err:
         raise SchemaError(f"the schema's language could not be built: {err.reason}{largest_parts(emitter.sizes)}",
                           "#") from None

@@ -1710,12 +1710,13 @@ def _bounds_key(low: int, high: int, patterns: tuple[str, ...], formats: tuple[s
 
 
 def _string_blame(spec: Spec, patterns: list[str], formats: list[str], reason: str) -> str:
-    """What made a string's automaton too large: its patterns, formats and length bounds."""
+    """Why a string's automaton could not be built: its patterns, formats and length bounds, and the reason
+    (too many states, or no string at all)."""
     parts = [f"pattern {p!r}" for p in patterns] + [f"format {f!r}" for f in formats]
     bounds = ([f"minLength {spec.min_length}"] if spec.min_length else []) + \
              ([f"maxLength {spec.max_length}"] if spec.max_length is not None else [])
     what = " with ".join(filter(None, [" and ".join(parts), " and ".join(bounds)]))
-    return f"{what or 'the string'} is too large to build: {reason}"
+    return f"{what or 'the string'} cannot be built: {reason}"
 
 
 def _embedded_states(tree: RegexNode) -> int:

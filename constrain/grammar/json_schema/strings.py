@@ -21,7 +21,7 @@ from ...automata._dfa_kernels import counted_copies, gather_rows, steps_to_end, 
 from ...automata.byte_dfa import MAX_DFA_STATES, ByteDFA, _kernel_arrays, _live_states, build_byte_dfa
 from ...automata.dfa_ops import assert_ahead, difference, intersect
 from ...automata.pushdown import CountedCallee, call_marker
-from ...errors import RegexError
+from ...errors import EmptyLanguageError, RegexError
 from ..regex import (Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, _WORD, _Anchor, _Boundary, _Look, _Parser,
                      _only_empty, _strip_anchors, normalize_ranges)
 from .formats import FORMATS
@@ -455,7 +455,10 @@ def string_tree(min_length: int, max_length: int | None, patterns: list[str], fo
         return Automaton(any_string_dfa())
     if len(encoded) == 1:
         return seq(lit('"'), encoded[0], lit('"'))
-    dfa = _intersect_all([_as_dfa(part) for part in encoded])
+    try:
+        dfa = _intersect_all([_as_dfa(part) for part in encoded])
+    except EmptyLanguageError:  # a pattern no string matches (``$a``): no string, not an error
+        return NOTHING
     return NOTHING if dfa is None else seq(lit('"'), Automaton(dfa), lit('"'))
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...automata.byte_dfa import ByteDFA, build_byte_dfa
 from ...automata.dfa_ops import difference, intersect
-from ...errors import RegexError, SchemaError
+from ...errors import EmptyLanguageError, RegexError, SchemaError
 from .content import is_json_text
 from .document import Loc
 from .spec import BASE64_PATTERN, Spec
@@ -114,14 +114,19 @@ def unique_values(values: list[Any]) -> list[Any]:
 
 
 @lru_cache(maxsize=1024)
-def _search_dfa(pattern: str) -> ByteDFA:
-    return build_byte_dfa(utf8_chars(pattern_tree(pattern)))
+def _search_dfa(pattern: str) -> ByteDFA | None:
+    """The texts holding a match of ``pattern``; None where no text does (``$a``)."""
+    try:
+        return build_byte_dfa(utf8_chars(pattern_tree(pattern)))
+    except EmptyLanguageError:
+        return None
 
 
 def _ecma_search(pattern: str, text: str) -> bool:
     """``pattern`` found in ``text`` with ECMA-262 semantics, as the compiled language
     reads it (Python's ``re`` differs: ``\\d`` is Unicode there, ``\\p{...}`` an error)."""
-    return _search_dfa(pattern).matches(text.encode("utf-8", "surrogatepass"))
+    dfa = _search_dfa(pattern)
+    return dfa is not None and dfa.matches(text.encode("utf-8", "surrogatepass"))
 
 
 def _ecma_pattern(validator, pattern, instance, schema):
@@ -168,17 +173,22 @@ def ecma_validator_class(cls):
 def search_name(pattern: str, name: str, loc: Loc) -> bool:
     """Whether the property name contains a match of the pattern (patternProperties semantics)."""
     try:
-        return _search_dfa(pattern).matches(name.encode("utf-8"))
+        return _ecma_search(pattern, name)
     except RegexError as err:
         raise SchemaError(regex_blame("patternProperties key", pattern, err), loc.pointer) from None
 
 
 @lru_cache(maxsize=1024)
-def _pattern_key_dfa_cached(pattern: str) -> ByteDFA:
-    return build_byte_dfa(seq(lit('"'), encode_chars(pattern_tree(pattern)), lit('"')))
+def _pattern_key_dfa_cached(pattern: str) -> ByteDFA | None:
+    try:
+        return build_byte_dfa(seq(lit('"'), encode_chars(pattern_tree(pattern)), lit('"')))
+    except EmptyLanguageError:
+        return None
 
 
-def pattern_key_dfa(pattern: str, loc: Loc) -> ByteDFA:
+def pattern_key_dfa(pattern: str, loc: Loc) -> ByteDFA | None:
+    """The encoded keys (quotes included) holding a match of ``pattern``; None where no key
+    does (such a patternProperties entry applies to no member)."""
     try:
         return _pattern_key_dfa_cached(pattern)
     except RegexError as err:
@@ -193,9 +203,9 @@ def regex_blame(what: str, pattern: str, err: RegexError) -> str:
 MAX_KEY_CLASSES = 64
 
 
-def key_classes(keys: ByteDFA, patterns: list[ByteDFA], locs: list[Loc]) -> list[tuple[ByteDFA, tuple[int, ...]]]:
-    """The keys of ``keys`` split by which ``patterns`` they match: (keys, indices of the
-    patterns matched) for each non-empty class.
+def key_classes(keys: ByteDFA, patterns: list[ByteDFA | None], locs: list[Loc]) -> list[tuple[ByteDFA, tuple[int, ...]]]:
+    """The keys of ``keys`` split by which ``patterns`` they match (None: a pattern no key
+    matches): (keys, indices of the patterns matched) for each non-empty class.
 
     Each pattern splits every class found so far into the keys it matches and those it
     does not, and empty halves are dropped at once, so the work follows the classes
@@ -207,7 +217,8 @@ def key_classes(keys: ByteDFA, patterns: list[ByteDFA], locs: list[Loc]) -> list
     for index, pattern in enumerate(patterns):
         split = []
         for part, matched in classes:
-            inside, outside = intersect(part, pattern), difference(part, pattern)
+            inside, outside = (intersect(part, pattern), difference(part, pattern)) if pattern is not None else (
+                None, part)
             split += [(half, got) for half, got in ((inside, matched + (index,)), (outside, matched)) if half is not None]
         if len(split) > MAX_KEY_CLASSES:
             raise SchemaError(f"patternProperties whose keys overlap in more than {MAX_KEY_CLASSES} ways are not "
