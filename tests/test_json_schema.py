@@ -1050,6 +1050,8 @@ LOOK_AHEAD_PATTERNS = [
 ANCHOR_PATTERNS = [
     r"(?!a)^b", r"()^b", r"(?=a)^a", r"(?:^|x)a", r"a(?:$|x)", r"()^$()", r"(?:^a)b", r"x|(?:^|y)(?:c|$)",
     r"(?:(?:^|x)y|c)a", r"^(?:a|b$)", r"(?:^a|b)(?=c)", r"\b(?:^|x)a",
+    # An assertion inside an optional group at a branch's end: a TypeError ("cannot encode _Look") before.
+    r"^(?:x(?!ab))?", r"(?:x(?!ab))?|b", r"a(?:b(?=c))?", r"x(?:y$)?", r"^(?:a(?!b))?$",
 ]
 
 

@@ -362,8 +362,8 @@ def _asserts_ahead(node) -> bool:
         return any(_asserts_ahead(item) or (k < last and _holds_assertion(item)) for k, item in enumerate(node.items))
     if isinstance(node, Alt):
         return any(_asserts_ahead(item) for item in node.items)
-    if isinstance(node, Repeat):
-        return _holds_assertion(node.item) and (node.max is None or node.max > 1)
+    if isinstance(node, Repeat):  # even x{0,1}: an assertion in its copy sees what follows it
+        return _holds_assertion(node.item)
     return False
 
 
