@@ -254,15 +254,17 @@ _STARTS_WITH_WORD = seq(_WORD_CHAR, _ANY_STRING)
 def _holds(node, wanted) -> bool:
     """Whether ``node`` or anything inside it is ``wanted`` (a predicate on nodes);
     a look-ahead's body counts as inside it."""
+    return _first(node, wanted) is not None
+
+
+def _first(node, wanted):
+    """The first of ``node`` and what is inside it (look-ahead bodies too) that is
+    ``wanted``, else None."""
     if wanted(node):
-        return True
-    if isinstance(node, (Concat, Alt)):
-        return any(_holds(item, wanted) for item in node.items)
-    if isinstance(node, Repeat):
-        return _holds(node.item, wanted)
-    if isinstance(node, _Look):
-        return _holds(node.body, wanted)
-    return False
+        return node
+    inner = node.items if isinstance(node, (Concat, Alt)) else (node.item,) if isinstance(node, Repeat) else (
+        (node.body,) if isinstance(node, _Look) else ())
+    return next((found for item in inner if (found := _first(item, wanted)) is not None), None)
 
 
 def _is_assertion(node) -> bool:
@@ -342,11 +344,7 @@ def _has_boundary(node) -> bool:
 
 def _first_boundary(node) -> _Boundary | None:
     """The first word boundary in ``node`` (look-ahead bodies included), else None."""
-    if isinstance(node, _Boundary):
-        return node
-    inner = node.items if isinstance(node, (Concat, Alt)) else (node.item,) if isinstance(node, Repeat) else (
-        (node.body,) if isinstance(node, _Look) else ())
-    return next((found for item in inner if (found := _first_boundary(item)) is not None), None)
+    return _first(node, lambda item: isinstance(item, _Boundary))
 
 
 def _holds_assertion(node) -> bool:
