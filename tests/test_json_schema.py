@@ -1053,9 +1053,15 @@ ANCHOR_PATTERNS = [
     # An assertion inside an optional group at a branch's end: a TypeError ("cannot encode _Look") before.
     r"^(?:x(?!ab))?", r"(?:x(?!ab))?|b", r"a(?:b(?=c))?", r"x(?:y$)?", r"^(?:a(?!b))?$",
 ]
+#: Parts that match nothing inside a pattern that matches something (``a(?=b)c`` before a
+#: look-ahead or in a repetition): the whole pattern was refused as "matches no string at all".
+EMPTY_PART_PATTERNS = [
+    r"^(?:x|a(?=b)c(?=d))$", r"^(?:x|(?:a(?=b)c)+(?=d))$", r"^(?:x|(?:a(?=b)c){2}(?=d))$", r"x|(?:y(?=(?!z)(?=z)))+",
+    r"^(?:x|a(?=b)c\b)$", r"x(?!a(?=b)c)", r"x(?=a(?=b)c)|y", r"(?:x(?!a$b))+$",
+]
 
 
-@pytest.mark.parametrize("pattern", LOOK_AHEAD_PATTERNS + ANCHOR_PATTERNS)
+@pytest.mark.parametrize("pattern", LOOK_AHEAD_PATTERNS + ANCHOR_PATTERNS + EMPTY_PART_PATTERNS)
 def test_look_aheads_and_inner_dollars_in_patterns(pattern):
     """Look-aheads, a ``$`` before a pattern's end, word boundaries (strings.pattern_tree:
     filters on the text that follows, or markers checked by dfa_ops.assert_ahead) and

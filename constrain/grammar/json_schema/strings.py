@@ -159,8 +159,11 @@ def _with_bytes(node: RegexNode, chars) -> RegexNode:
     if isinstance(node, Filtered):
         return _filtered_bytes(_with_bytes(node.body, chars), _with_bytes(node.test, chars), node.keep)
     if isinstance(node, Asserted):
-        main = build_byte_dfa(seq(_with_bytes(node.body, chars), _with_bytes(node.rest, chars)))
-        tests = {marker: (build_byte_dfa(_with_bytes(test, chars)), keep, flips) for marker, test, keep, flips in node.tests}
+        main = _dfa_or_none(seq(_with_bytes(node.body, chars), _with_bytes(node.rest, chars)))
+        if main is None:
+            return NOTHING
+        tests = {marker: (_dfa_or_none(_with_bytes(test, chars)) or _NO_TEXT, keep, flips)
+                 for marker, test, keep, flips in node.tests}
         behind = build_byte_dfa(_with_bytes(node.behind, chars)) if node.behind is not None else None
         out = assert_ahead(main, tests, behind)
         return NOTHING if out is None else Automaton(out)
@@ -179,11 +182,32 @@ def _with_bytes(node: RegexNode, chars) -> RegexNode:
 def _filtered_bytes(body: RegexNode, test: RegexNode, keep: bool) -> RegexNode:
     if body is NOTHING or (keep and test is NOTHING):
         return NOTHING
-    if test is NOTHING:
-        return body
-    body_dfa, test_dfa = build_byte_dfa(body), build_byte_dfa(test)
+    body_dfa = _dfa_or_none(body)
+    if body_dfa is None:
+        return NOTHING
+    test_dfa = _dfa_or_none(test)
+    if test_dfa is None:
+        return NOTHING if keep else Automaton(body_dfa)
     out = intersect(body_dfa, test_dfa) if keep else difference(body_dfa, test_dfa)
     return NOTHING if out is None else Automaton(out)
+
+
+#: The automaton of no text (one state, no move, not accepting): the test of a look-ahead
+#: whose body nothing matches, for :func:`~constrain.automata.dfa_ops.assert_ahead`,
+#: which reads a test's moves and accepting states only.
+_NO_TEXT = ByteDFA(np.full((1, 256), -1, dtype=np.int32), np.zeros(1, dtype=bool), 0)
+
+
+def _dfa_or_none(node: RegexNode) -> ByteDFA | None:
+    """``node``'s automaton, or None where no text matches it.  Parts of a pattern may
+    match nothing (``a(?=b)c``) while the pattern still matches something
+    (``x|a(?=b)c(?=d)``), so only the whole pattern's emptiness is its caller's to judge."""
+    if node is NOTHING:
+        return None
+    try:
+        return build_byte_dfa(node)
+    except EmptyLanguageError:
+        return None
 
 
 def encoded_string(text: str) -> str:
