@@ -113,8 +113,18 @@ def test_compile_grammar_errors(load_tokenizer):
     compiler = Compiler(info, cache_dir=False)
     with pytest.raises(GrammarError, match="line 2"):
         compiler.compile_grammar('start: x\nx: "a" | y\ny: "a"')
-    with pytest.raises(GrammarError, match="terminal BAD"):
+    with pytest.raises(GrammarError, match="terminal BAD") as err:
         compiler.compile_grammar('start: BAD\nBAD: /a(?=b)/')
+    assert (err.value.line, err.value.column) == (2, 8)  # the look-ahead's "(" inside /a(?=b)/
+    # A terminal written inside a rule: lark names it __ANON_0; the error shows its spelling and place.
+    with pytest.raises(GrammarError, match=r"line 3, column 17: terminal /\(x\)\\1/: back-reference") as err:
+        compiler.compile_grammar('start: a\n\na: "q" NAME /(x)\\1/\nNAME: /[a-z]+/')
+    assert "__ANON" not in str(err.value)
+    # One Python's re refuses (lark says only "Cannot compile token __ANON_0"): re's reason, and where.
+    with pytest.raises(GrammarError, match=r"line 2, column 11: terminal /x\\1/: invalid group reference 1") as err:
+        compiler.compile_grammar('start: a\na: "q" /x\\1/')
+    with pytest.raises(GrammarError, match=r"line 2, column 7: terminal A: unterminated character set"):
+        compiler.compile_grammar('start: A\nA: /ab[c/')
     with pytest.raises(ValueError, match="built-in"):
         compiler.compile_builtin("cobol")
 

@@ -155,7 +155,7 @@ class LexerDFA:
         tables = grammar.tables
         indent = IndentSpec.of(grammar)
         entries = sorted(
-            ((spec.priority, spec.is_regex, spec.name, terminal_pattern(spec)) for spec in grammar.terminals),
+            ((spec.priority, spec.is_regex, spec.name, terminal_pattern(spec, grammar.text)) for spec in grammar.terminals),
             key=lambda e: (-e[0], e[1], e[2]),
         )
         runs = [e for e in entries if max_ignore_len is not None and e[2] in grammar.ignore and _whitespace_only(e[3].tree)]

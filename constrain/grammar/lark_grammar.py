@@ -13,6 +13,7 @@ grammar text, so the user can go straight to it.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 
@@ -24,6 +25,9 @@ from ..errors import GrammarError
 __all__ = ["TerminalSpec", "LarkGrammar", "load_lark_grammar"]
 
 _AT_LINE_COLUMN = re.compile(r"at line (\d+) column (\d+)")
+#: lark's message for a terminal Python's ``re`` refuses: it names the terminal (made up, for
+#: one written inline) and the pattern's repr, not why or where.
+_CANNOT_COMPILE = re.compile(r"Cannot compile token (\w+): (.+)$")
 _NAMED_SYMBOL = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)'|<([A-Za-z_][A-Za-z0-9_]*) :|in rule ([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -81,15 +85,48 @@ class LarkGrammar:
         return cls(text, start, terminals, frozenset(str(x) for x in a["ignore"]), tables)
 
 
-def _definition_position(text: str, name: str) -> tuple[int, int] | None:
-    """Line and column (1-based) where rule or terminal ``name`` is defined in ``text``."""
+def _definition_offset(text: str, name: str) -> int | None:
+    """Where in ``text`` rule or terminal ``name`` is defined (its name's first character)."""
     pattern = re.compile(rf"^[ \t]*[?!]?{re.escape(name)}(\.-?\d+)?[ \t]*:", re.MULTILINE)
     match = pattern.search(text)
     if match is None:
         return None
-    line = text.count("\n", 0, match.start()) + 1
-    column = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
-    return line, column + (len(match.group(0)) - len(match.group(0).lstrip()))
+    return match.start() + len(match.group(0)) - len(match.group(0).lstrip())
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    """The 1-based line and column of ``offset`` in ``text``."""
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _definition_position(text: str, name: str) -> tuple[int, int] | None:
+    """Line and column (1-based) where rule or terminal ``name`` is defined in ``text``."""
+    offset = _definition_offset(text, name)
+    return None if offset is None else _line_column(text, offset)
+
+
+def terminal_position(text: str, spec: TerminalSpec, at: int = 0) -> tuple[int, int] | None:
+    """Line and column (1-based) in the grammar ``text`` of character ``at`` of a terminal's
+    regex (where a regex error points), or of a string terminal's opening quote.
+
+    Lark names the terminals written inline (``/a+/`` in a rule) ``__ANON_0``..., which
+    the grammar never spells, so a terminal is found by its spelling, searched from its
+    definition where it has one.  Lark keeps a regex's source text, escapes included;
+    a string is unescaped, so one with escapes may not be found (None, as for terminals
+    that ``%import`` brings in)."""
+    defined = _definition_offset(text, spec.name)
+    spelled = f"/{spec.pattern}/" if spec.is_regex else f'"{spec.pattern}"'
+    found = text.find(spelled, defined or 0)
+    if found < 0:
+        return None if defined is None else _line_column(text, defined)
+    return _line_column(text, found + (1 + at if spec.is_regex else 0))
+
+
+def terminal_shown(spec: TerminalSpec) -> str:
+    """How an error names a terminal: its name, or its spelling where lark made the name up."""
+    if not spec.name.startswith("__"):
+        return spec.name
+    return f"/{spec.pattern}/" if spec.is_regex else f'"{spec.pattern}"'
 
 
 def _grammar_error(text: str, err: Exception) -> GrammarError:
@@ -103,6 +140,9 @@ def _grammar_error(text: str, err: Exception) -> GrammarError:
     line = getattr(err, "line", None)
     if isinstance(line, int) and line > 0:
         return GrammarError(first, line, getattr(err, "column", None))
+    refused = _CANNOT_COMPILE.match(first)
+    if refused is not None:
+        return _regex_refused(text, refused.group(1), refused.group(2)) or GrammarError(first)
     # Point at the earliest definition among the symbols the message names (lark
     # lists colliding rules in no fixed order).
     names = {next(g for g in match.groups() if g) for match in _NAMED_SYMBOL.finditer(message)}
@@ -110,6 +150,23 @@ def _grammar_error(text: str, err: Exception) -> GrammarError:
     if positions:
         return GrammarError(" ".join(message.split()), *min(positions))
     return GrammarError(" ".join(message.split()))
+
+
+def _regex_refused(text: str, name: str, shown: str) -> GrammarError | None:
+    """The error for a terminal whose regex Python's ``re`` refuses (lark's "Cannot compile
+    token"), with ``re``'s reason and the line and column it points at; None where the
+    pattern cannot be read back from lark's message."""
+    try:
+        pattern = ast.literal_eval(shown)
+        re.compile(pattern)
+    except re.error as err:
+        spec = TerminalSpec(name, pattern, True, frozenset(), 0)
+        at = err.pos or 0
+        return GrammarError(f"terminal {terminal_shown(spec)}: {err.msg} (at position {at} of /{pattern}/)",
+                            *(terminal_position(text, spec, at) or ()))
+    except (ValueError, SyntaxError):
+        return None
+    return None  # ``re`` takes it alone: lark refused it for another reason (its flags)
 
 
 def load_lark_grammar(text: str, start: str = "start") -> LarkGrammar:

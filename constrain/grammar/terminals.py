@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import GrammarError, RegexError
-from .lark_grammar import TerminalSpec
+from .lark_grammar import TerminalSpec, terminal_position, terminal_shown
 from .regex import CharSet, Concat, RegexNode, parse_regex
 
 __all__ = ["TerminalPattern", "terminal_pattern"]
@@ -67,16 +67,25 @@ def _literal_tree(text: str, ignore_case: bool) -> RegexNode:
     return Concat(tuple(CharSet(((ord(c), ord(c)),)) for c in text))
 
 
-def terminal_pattern(spec: TerminalSpec) -> TerminalPattern:
-    """The regex tree of one lark terminal (see the module docstring for the rewrites)."""
+def terminal_pattern(spec: TerminalSpec, text: str | None = None) -> TerminalPattern:
+    """The regex tree of one lark terminal (see the module docstring for the rewrites).
+
+    ``text`` (the grammar's) lets an error give the line and column of what it refuses."""
     ignore_case = "i" in spec.flags
     if not spec.is_regex:
         if not spec.pattern:
-            raise GrammarError(f"terminal {spec.name} matches only the empty string")
+            raise _terminal_error(spec, text, "matches only the empty string")
         return TerminalPattern(spec.name, _literal_tree(spec.pattern, ignore_case), False, spec.priority)
     pattern = _KNOWN_REWRITES.get(spec.pattern, spec.pattern)
     try:
         tree = parse_regex(pattern, dialect="python", ignore_case=ignore_case, dotall="s" in spec.flags)
     except RegexError as err:
-        raise GrammarError(f"terminal {spec.name}: {err.reason} (at position {err.position} of /{pattern}/)") from None
+        raise _terminal_error(spec, text, f"{err.reason} (at position {err.position} of /{pattern}/)",
+                              err.position) from None
     return TerminalPattern(spec.name, tree, _has_lazy_quantifier(spec.pattern), spec.priority)
+
+
+def _terminal_error(spec: TerminalSpec, text: str | None, reason: str, at: int = 0) -> GrammarError:
+    """A :class:`GrammarError` naming the terminal, at its place in ``text`` where it can be found."""
+    where = terminal_position(text, spec, at) if text is not None else None
+    return GrammarError(f"terminal {terminal_shown(spec)}: {reason}", *(where or ()))
