@@ -13,6 +13,8 @@ and control characters.
 - ``--mode full``: ``regex_to_dfa`` (``Compiler.compile_regex``'s language) against
   ``regex.fullmatch``; and every prefix, character by character, is live in the DFA
   exactly when ``regex`` finds a partial match (``partial=True``): the masks' question.
+  Patterns hold look-aheads, word boundaries and inner anchors as in search mode
+  (``--plain``: not, the full mode's patterns before ``compile_regex`` built them).
 - ``--mode search``: the pattern as a JSON Schema ``pattern`` (searched anywhere in the
   string, look-aheads and word boundaries allowed), with ``minLength``/``maxLength``
   one time in three; ``json.dumps(s, ensure_ascii=False)`` must be accepted exactly
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -81,12 +84,13 @@ def _escaped(char: str, in_class: bool = False) -> str:
 
 
 class PatternGenerator:
-    """Random patterns from one seed; ``search`` allows look-aheads, word boundaries and
-    anchors anywhere (JSON Schema's ``pattern``), else anchors only at the ends."""
+    """Random patterns from one seed; ``assertions`` allows look-aheads, word boundaries and
+    anchors anywhere (JSON Schema's ``pattern``, and ``compile_regex`` since it builds
+    them), else anchors only at the ends."""
 
-    def __init__(self, rng: random.Random, search: bool) -> None:
+    def __init__(self, rng: random.Random, assertions: bool) -> None:
         self.rng = rng
-        self.search = search
+        self.search = assertions
 
     def pattern(self) -> Piece:
         body = self.alternation(3)
@@ -260,11 +264,19 @@ def _built(seconds: int, build: Callable[[], object]) -> object:
 
 
 def check_full(piece: Piece, strings: list[str], seconds: int) -> list[str] | str:
-    """Failures of the whole-match language and its live prefixes (a string: why no DFA)."""
+    """Failures of the whole-match language and its live prefixes (a string: why no DFA).
+
+    ``regex``'s partial matching says "live" wherever matching ran into the end of the
+    text, which a look-ahead or an inner anchor can still fail after (``\\S(?=x)`` at
+    the end of a whole match); there, a prefix the DFA keeps live must instead lead to a
+    whole match: the DFA's shortest completion of it, which ``regex`` must match.  The
+    other way (live, but the DFA refuses) is then left to the drawn strings that match:
+    the DFA accepts them whole, so each of their prefixes is live."""
     dfa = _built(seconds, lambda: regex_to_dfa(piece.ecma))
     if isinstance(dfa, str):
         return dfa
     compiled = regex.compile(piece.python)
+    partial_is_exact = not _asserts_inside(piece)
     wrong = []
     for text in strings:
         theirs = _oracle(compiled.fullmatch, text)
@@ -276,12 +288,48 @@ def check_full(piece: Piece, strings: list[str], seconds: int) -> list[str] | st
             continue
         for cut in range(len(text) + 1):
             prefix = text[:cut]
-            theirs = _oracle(compiled.fullmatch, prefix, partial=True)
             ours = _live(dfa, prefix.encode("utf-8"))
-            if theirs is not None and ours != theirs:
-                wrong.append(f"{prefix!r} | live prefix {ours} | {theirs}")
-                break
+            if partial_is_exact:
+                theirs = _oracle(compiled.fullmatch, prefix, partial=True)
+                if theirs is not None and ours != theirs:
+                    wrong.append(f"{prefix!r} | live prefix {ours} | {theirs}")
+                    break
+            elif ours:
+                whole = prefix + _completion(dfa, prefix.encode("utf-8"))
+                if _oracle(compiled.fullmatch, whole) is False:
+                    wrong.append(f"{prefix!r} | live prefix True, its completion {whole!r} | no match")
+                    break
     return wrong
+
+
+def _asserts_inside(piece: Piece) -> bool:
+    """Whether the pattern asserts more than a leading ``^`` and a trailing ``$``: a
+    look-ahead, a word boundary (look-arounds in ``regex``'s spelling) or an inner anchor
+    (a ``^`` outside a class's start, a ``$``, unescaped).  Erring towards yes only trades
+    the partial-match oracle for the completion one."""
+    body = piece.ecma[1:] if piece.ecma.startswith("^") else piece.ecma
+    if body.endswith("$") and not body.endswith("\\$"):
+        body = body[:-1]
+    return any(look in piece.python for look in ("(?=", "(?!", "(?<")) or bool(re.search(r"(?<![\[\\])\^|(?<!\\)\$", body))
+
+
+def _completion(dfa, data: bytes) -> str:
+    """The shortest text that takes ``dfa`` from where ``data`` leaves it to acceptance (the
+    prefix is live, so one exists); whole characters, since ``data`` ends on one."""
+    start = dfa.start
+    for byte in data:
+        start = int(dfa.trans[start, byte])
+    paths = {start: b""}
+    todo = [start]
+    for state in todo:  # breadth first: grows while it is read
+        if dfa.accepting[state]:
+            return paths[state].decode("utf-8")
+        for byte in range(256):
+            nxt = int(dfa.trans[state, byte])
+            if nxt >= 0 and nxt not in paths:
+                paths[nxt] = paths[state] + bytes((byte,))
+                todo.append(nxt)
+    raise AssertionError("a live state reaches no accepting one")
 
 
 def _oracle(method, text: str, **flags) -> bool | None:
@@ -323,11 +371,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=1000, help="patterns to draw")
     parser.add_argument("--strings", type=int, default=40, help="strings per pattern")
     parser.add_argument("--timeout", type=int, default=10, help="seconds per compile")
+    parser.add_argument("--plain", action="store_true",
+                        help="full mode without look-aheads, word boundaries or inner anchors (the full mode's "
+                             "patterns before compile_regex built assertions)")
     args = parser.parse_args(argv)
 
     rng = random.Random(args.seed)
     search = args.mode == "search"
-    generator = PatternGenerator(rng, search)
+    generator = PatternGenerator(rng, search or not args.plain)
     failures, refused = 0, Counter()
     for _ in range(args.count):
         piece = generator.pattern()

@@ -116,7 +116,9 @@ class Compiler:
 
         The output must match the whole pattern: ``compile_regex("[0-9]+")`` allows
         ``"42"`` and then EOS, never ``"42a"``.  ``\\d`` is ``[0-9]``, ``\\w`` is
-        ``[A-Za-z0-9_]``, ``.`` is any character but a line terminator.
+        ``[A-Za-z0-9_]``, ``.`` is any character but a line terminator.  Look-aheads
+        (``(?!0)\\d+``) and word boundaries are exact; as in a whole match, what
+        follows the text is nothing, so ``a(?=b)`` matches no string.
 
         Parameters
         ----------
@@ -131,7 +133,7 @@ class Compiler:
         Raises
         ------
         RegexError
-            Malformed patterns and non-regular constructs (look-arounds,
+            Malformed patterns and non-regular constructs (look-behinds,
             back-references), with the position of the construct.
         """
         if not isinstance(pattern, str):

@@ -32,7 +32,8 @@ def test_demo_custom_regex_greedy(capsys):
 @pytest.mark.parametrize(
     "argv,fragment",
     [
-        (["--regex", "a(?=b)"], "look-ahead"),
+        (["--regex", "a(?<=b)"], "look-behind"),
+        (["--regex", "a(?=b)"], "matches no string at all"),  # a whole match has nothing after it
         (["--regex-file", "/nonexistent/regex.txt"], "cannot read regex file"),
         (["--regex", "[z-a]"], "out of order"),
     ],

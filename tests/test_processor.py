@@ -143,8 +143,8 @@ def test_per_row_grammars(llama3):
 
 def test_errors(llama3):
     tokenizer, _ = llama3
-    with pytest.raises(RegexError, match="look-ahead"):
-        RegexLogitsProcessor(r"a(?=b)", tokenizer)
+    with pytest.raises(RegexError, match="look-behind"):
+        RegexLogitsProcessor(r"a(?<=b)", tokenizer)
     processor = RegexLogitsProcessor(r"\d+", tokenizer)
     with pytest.raises(BitmaskError, match="logits width"):
         processor(torch.zeros((1, 3), dtype=torch.long), torch.zeros((1, 1000)))

@@ -152,10 +152,11 @@ def test_dfa_is_minimal_for_alternation_suffixes():
 @pytest.mark.parametrize(
     "pattern,position,fragment",
     [
-        ("a(?=b)", 1, "look-ahead"),
+        ("a(?=b)", 0, "matches no string at all"),  # a whole match has nothing after it
+        (r"x(?=\bq)", 4, "word boundary inside a look-ahead"),
+        (r"(?i)a(?=b)(", 10, "missing ')'"),  # positions point into the pattern, not its anchored wrapping
         ("(?<!x)y", 0, "look-behind"),
         (r"(a)\1", 3, "back-reference"),
-        (r"\bword", 0, "word-boundary"),
         ("a**", 2, "quantifier"),
         ("*a", 0, "nothing to repeat"),
         ("(ab", 0, "missing ')'"),

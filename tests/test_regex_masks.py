@@ -15,7 +15,7 @@ import zlib
 
 import pytest
 
-from constrain import Compiler, Matcher, TokenizerInfo
+from constrain import Compiler, Matcher, RegexError, TokenizerInfo
 from constrain.testing import RegexOracle, check_masks_along_random_walk
 
 TOKENIZERS = ["llama-3", "llama-2", "gpt2", "qwen2.5", "mistral-7b-v0.1"]
@@ -93,3 +93,38 @@ def test_multibyte_character_split_across_tokens(infos, tokenizer):
     assert not matcher.accept_token(byte_tokens[bytes([wrong])]) or "界".encode()[0] == wrong
     assert matcher.accept_token(byte_tokens[bytes(["界".encode()[-1]])])
     assert matcher.is_accepting()
+
+
+#: Look-aheads and word boundaries (compile_regex builds them the JSON Schema way, anchored
+#: at both ends), where ``regex``'s partial matching judges prefixes exactly: none asserts
+#: past the end of a whole match.
+ASSERTION_PATTERNS = {
+    "no_leading_zero": r"(?!0\d)\d{1,4}",
+    "word_then_number": r"[a-z]+\b ?\d{1,3}",
+    "no_double_dot": r"(?:(?!\.\.)[a-z.]){1,12}",
+    "not_a_keyword": r"(?!(?:if|in)(?![a-z]))[a-z]{1,6}(?: [0-9])?",
+}
+
+
+@pytest.mark.parametrize("tokenizer", ["llama-3", "gpt2"])
+@pytest.mark.parametrize("name", sorted(ASSERTION_PATTERNS))
+def test_masks_with_assertions_equal_bruteforce_oracle(infos, tokenizer, name):
+    _check_walk(infos(tokenizer), ASSERTION_PATTERNS[name], steps=4, seed=zlib.crc32(f"{tokenizer}/{name}".encode()))
+
+
+def test_assertions_in_whole_matches(infos):
+    """What the assertions decide, token by token: ``00`` and ``if`` are refused where the
+    look-aheads say so, and a look-ahead past the text's end matches nothing."""
+    compiler = Compiler(infos("gpt2"), cache_dir=False)
+
+    def whole(compiled, text: str) -> bool:
+        matcher = Matcher(compiled)
+        return matcher.accept_bytes(text) and matcher.is_accepting()
+
+    digits = compiler.compile_regex(r"(?!0\d)\d{1,4}")
+    assert whole(digits, "0") and whole(digits, "1000") and not Matcher(digits).accept_bytes("00")
+    keyword = compiler.compile_regex(r"(?!(?:if|in)(?![a-z]))[a-z]{1,6}(?: [0-9])?")
+    assert whole(keyword, "iff") and whole(keyword, "int 3") and not whole(keyword, "if")
+    assert not Matcher(keyword).accept_bytes("if ")
+    with pytest.raises(RegexError, match="matches no string at all"):
+        compiler.compile_regex("a(?=b)")

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import EmptyLanguageError, RegexError
-from ..grammar.regex import Alt, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, parse_regex
+from ..grammar.regex import Alt, AssertionNotHere, Automaton, CharSet, Concat, Graph, Repeat, RegexNode, parse_regex
 from .utf8 import ranges_to_utf8_sequences
 
 __all__ = ["ByteDFA", "build_byte_dfa", "build_labeled_dfa", "regex_to_dfa", "warm_up"]
@@ -755,9 +755,17 @@ def build_labeled_dfa(trees, shortest, max_len=None, second_start=None):
 
 
 def regex_to_dfa(pattern: str) -> ByteDFA:
-    """Parse an ECMA-262 regex and build its minimal byte-level DFA (full-match semantics)."""
+    """Parse an ECMA-262 regex and build its minimal byte-level DFA (full-match semantics).
+
+    A pattern with look-aheads or word boundaries is built the way a JSON Schema
+    ``pattern`` is (filters on what follows, assertion markers), anchored at both ends:
+    that machinery lives with JSON Schema strings, which first needed it."""
     try:
         return build_byte_dfa(parse_regex(pattern), pattern)
+    except AssertionNotHere:
+        from ..grammar.json_schema.strings import whole_match_dfa
+
+        return whole_match_dfa(pattern)
     except RegexError as err:
         if err.pattern or not pattern:
             raise

@@ -37,9 +37,16 @@ __all__ = [
     "EMPTY",
     "Automaton",
     "Graph",
+    "AssertionNotHere",
 ]
 
 MAX_CODEPOINT = 0x10FFFF
+
+
+class AssertionNotHere(RegexError):
+    """A look-ahead or word boundary met by a parser built without them (a grammar's
+    terminals): its own class, so that :func:`~constrain.automata.byte_dfa.regex_to_dfa`
+    can take such a pattern down the path that builds assertions instead."""
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -394,7 +401,8 @@ class _Parser:
                 self.pos += 2
             elif self.starts_with("?=") or self.starts_with("?!"):
                 if not self.lookaheads:
-                    raise self.error("look-ahead assertions are not supported here (only in JSON Schema patterns)", start)
+                    raise AssertionNotHere("look-ahead assertions are not supported here (only in regexes and JSON "
+                                           "Schema patterns)", self.pattern, start)
                 return self.look_ahead(start)
             elif self.starts_with("?<=") or self.starts_with("?<!"):
                 raise self.error("look-behind assertions are not supported", start)
@@ -460,8 +468,8 @@ class _Parser:
             return self.charset(self.property_escape(ch, start))
         if ch in "bB":
             if not self.lookaheads:
-                raise self.error(f"word-boundary assertion '\\{ch}' is not supported here (only in JSON Schema "
-                                 f"patterns)", start)
+                raise AssertionNotHere(f"word-boundary assertion '\\{ch}' is not supported here (only in regexes and "
+                                       f"JSON Schema patterns)", self.pattern, start)
             if self.quantifier_ahead():
                 raise self.error(f"nothing to repeat: '\\{ch}' cannot be quantified", start)
             self.saw_anchor = True

@@ -12,6 +12,7 @@ string has one text and a token mask never has to reason about equivalent forms.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -28,7 +29,7 @@ from .formats import FORMATS
 from .trees import EMPTY, NOTHING, alt, lit, seq, star
 
 __all__ = ["encode_chars", "string_tree", "encoded_string", "ANY_CHAR", "pattern_tree", "format_dfa", "any_string_dfa",
-           "counted_dfa", "length_range", "counted_string_dfa", "counted_string_callee", "CountedString", "counted_states", "LONG_STRING",
+           "counted_dfa", "length_range", "whole_match_dfa", "counted_string_dfa", "counted_string_callee", "CountedString", "counted_states", "LONG_STRING",
            "SHORT_STRING", "MAX_SHORT_COUNTS", "PATTERN_COUNT", "COUNT_MARGIN", "callee_margin", "bounds_implied"]
 
 #: Strings whose length bounds are this far apart are counted callees outside products
@@ -258,6 +259,30 @@ def pattern_tree(pattern: str) -> RegexNode:
             by_anchors.setdefault((starts, ends), []).append(_strip_anchors(branch, starts, ends, parser))
     return alt(*(seq(EMPTY if starts else _ANY_STRING, alt(*bodies), EMPTY if ends else _ANY_STRING)
                  for (starts, ends), bodies in by_anchors.items()))
+
+
+def whole_match_dfa(pattern: str) -> ByteDFA:
+    """The byte automaton of the strings that match all of ``pattern`` (ECMA-262), whose
+    look-aheads and word boundaries :func:`pattern_tree` builds: the pattern is searched
+    anchored at both ends, ``^(?:pattern)$``.  ``Compiler.compile_regex`` takes this path
+    for the patterns the plain parser refuses for their assertions.
+
+    The pattern is parsed alone first, so that a syntax error is its own (``(?=b)a)(?:c``
+    would read as a valid group once wrapped), and errors point into it, not the wrapping."""
+    _Parser(pattern, "ecma", False, False, lookaheads=True).parse()
+    flags = _GLOBAL_FLAGS.match(pattern)  # they must stay first: a scoped group's flags instead
+    opening = f"^(?{flags.group(1)}:" if flags else "^(?:"
+    rest = pattern[flags.end():] if flags else pattern
+    try:
+        return build_byte_dfa(utf8_chars(pattern_tree(f"{opening}{rest})$")), pattern)
+    except EmptyLanguageError:
+        raise EmptyLanguageError(pattern) from None
+    except RegexError as err:
+        shift = len(opening) - (len(pattern) - len(rest))
+        raise RegexError(err.reason, pattern, max(0, min(err.position - shift, len(pattern)))) from None
+
+
+_GLOBAL_FLAGS = re.compile(r"\(\?([a-zA-Z]*(?:-[a-zA-Z]*)?)\)")
 
 
 _ANY_STRING = star(ANY_CHAR)
