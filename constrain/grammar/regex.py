@@ -48,6 +48,7 @@ class AssertionNotHere(RegexError):
     terminals): its own class, so that :func:`~constrain.automata.byte_dfa.regex_to_dfa`
     can take such a pattern down the path that builds assertions instead."""
 
+
 Ranges = tuple[tuple[int, int], ...]
 
 

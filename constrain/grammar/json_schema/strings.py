@@ -183,6 +183,8 @@ def _with_bytes(node: RegexNode, chars) -> RegexNode:
 def _filtered_bytes(body: RegexNode, test: RegexNode, keep: bool) -> RegexNode:
     if body is NOTHING or (keep and test is NOTHING):
         return NOTHING
+    if test is NOTHING:
+        return body
     body_dfa = _dfa_or_none(body)
     if body_dfa is None:
         return NOTHING
