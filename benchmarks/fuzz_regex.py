@@ -240,16 +240,6 @@ def _mutated(text: str, rng: random.Random) -> str:
     return "".join(chars)
 
 
-def _live(dfa, data: bytes) -> bool:
-    """Whether reading ``data`` from the start keeps the DFA in a state (every state is live)."""
-    state = dfa.start
-    for byte in data:
-        state = int(dfa.trans[state, byte])
-        if state < 0:
-            return False
-    return True
-
-
 def _built(seconds: int, build: Callable[[], object]) -> object:
     """``build()``, or why it failed: the error's last clause, or ``"too slow"``."""
     def attempt():
@@ -288,7 +278,7 @@ def check_full(piece: Piece, strings: list[str], seconds: int) -> list[str] | st
             continue
         for cut in range(len(text) + 1):
             prefix = text[:cut]
-            ours = _live(dfa, prefix.encode("utf-8"))
+            ours = dfa.walk(dfa.start, prefix.encode("utf-8")) >= 0  # every state is live
             if partial_is_exact:
                 theirs = _oracle(compiled.fullmatch, prefix, partial=True)
                 if theirs is not None and ours != theirs:
@@ -316,9 +306,7 @@ def _asserts_inside(piece: Piece) -> bool:
 def _completion(dfa, data: bytes) -> str:
     """The shortest text that takes ``dfa`` from where ``data`` leaves it to acceptance (the
     prefix is live, so one exists); whole characters, since ``data`` ends on one."""
-    start = dfa.start
-    for byte in data:
-        start = int(dfa.trans[start, byte])
+    start = dfa.walk(dfa.start, data)
     paths = {start: b""}
     todo = [start]
     for state in todo:  # breadth first: grows while it is read
