@@ -115,8 +115,7 @@ def terminal_position(text: str, spec: TerminalSpec, at: int = 0) -> tuple[int, 
     a string is unescaped, so one with escapes may not be found (None, as for terminals
     that ``%import`` brings in)."""
     defined = _definition_offset(text, spec.name)
-    spelled = f"/{spec.pattern}/" if spec.is_regex else f'"{spec.pattern}"'
-    found = text.find(spelled, defined or 0)
+    found = text.find(_spelling(spec), defined or 0)
     if found < 0:
         return None if defined is None else _line_column(text, defined)
     return _line_column(text, found + (1 + at if spec.is_regex else 0))
@@ -124,8 +123,11 @@ def terminal_position(text: str, spec: TerminalSpec, at: int = 0) -> tuple[int, 
 
 def terminal_shown(spec: TerminalSpec) -> str:
     """How an error names a terminal: its name, or its spelling where lark made the name up."""
-    if not spec.name.startswith("__"):
-        return spec.name
+    return _spelling(spec) if spec.name.startswith("__") else spec.name
+
+
+def _spelling(spec: TerminalSpec) -> str:
+    """A terminal as a grammar writes it: ``/regex/`` or ``"string"`` (a string unescaped)."""
     return f"/{spec.pattern}/" if spec.is_regex else f'"{spec.pattern}"'
 
 
