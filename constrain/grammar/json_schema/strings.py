@@ -336,12 +336,18 @@ def _flat(node) -> tuple:
 
 def _anchored_end(items: tuple, kind: str) -> bool:
     """Whether an anchor ``kind`` stands among the zero-width items ``items`` begins with."""
-    for item in items:
-        if isinstance(item, _Anchor) and item.kind == kind:
-            return True
+    return _leading(items, lambda item: isinstance(item, _Anchor) and item.kind == kind) is not None
+
+
+def _leading(items: tuple, wanted) -> int | None:
+    """The index of the first item ``wanted`` among the zero-width items ``items`` begins
+    with and the item after them, else None."""
+    for index, item in enumerate(items):
+        if wanted(item):
+            return index
         if not _only_empty(item):
-            return False
-    return False
+            return None
+    return None
 
 
 def _anchor_branches(branches) -> list:
@@ -370,12 +376,8 @@ def _anchor_branches(branches) -> list:
 def _anchor_group(items: tuple, kind: str) -> tuple[int, Alt] | None:
     """The first group of alternatives among the zero-width items ``items`` begins with and
     the item after them that holds an anchor ``kind`` outside any look-ahead, with its index."""
-    for index, item in enumerate(items):
-        if isinstance(item, Alt) and _holds_anchor(item, kind):
-            return index, item
-        if not _only_empty(item):
-            return None
-    return None
+    index = _leading(items, lambda item: isinstance(item, Alt) and _holds_anchor(item, kind))
+    return None if index is None else (index, items[index])
 
 
 def _holds_anchor(node, kind: str) -> bool:
