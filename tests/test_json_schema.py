@@ -2339,6 +2339,32 @@ def test_dynamic_references_the_value_path_cannot_change(name):
     assert_agrees(schema, values, min_valid=3, min_invalid=3)
 
 
+_LENGTHS = {"$ref": "first#/$defs/go", "$defs": {
+    "first": {"$id": "first", "$defs": {"go": {"$ref": "second#/$defs/go"}}},
+    "second": {"$id": "second", "$defs": {"go": {"$ref": "third#/$defs/go"},
+                                          "size": {"$dynamicAnchor": "size", "type": "string", "maxLength": 2}}},
+    "third": {"$id": "third", "$defs": {"go": {"$dynamicRef": "#size"},
+                                        "size": {"$dynamicAnchor": "size", "type": "string", "maxLength": 4}}}}}
+_SCOPES = {"properties": {
+    "left": {"$id": "left", "$defs": {"t": {"$dynamicAnchor": "t", "type": "integer"}}},
+    "right": {"$id": "right", "$ref": "start", "$defs": {"t": {"$dynamicAnchor": "t", "type": "string"}}}},
+    "$defs": {"start": {"$id": "start", "$dynamicRef": "inner#t"},
+              "inner": {"$id": "inner", "$dynamicAnchor": "t", "type": "boolean"}}}
+
+
+@pytest.mark.parametrize("schema, values", [
+    # every chain of resources from the root to the reference meets `second` first
+    (_LENGTHS, ["", "ab", "abc", "abcd", "abcde", 1]),
+    # `right` is on the only chain to `start`; `left`, a sibling scope, is not
+    (_SCOPES, [{"right": "s"}, {"right": 1}, {"right": True}, {"left": 1}, {"left": "s"}, {"left": None}]),
+])
+def test_dynamic_references_every_chain_of_resources_settles(schema, values):
+    """Where more than one resource holds the anchor, the target is still unique when the
+    first of them on every chain of resources evaluation can enter is the same one
+    (definitions are entered only by reference)."""
+    assert_agrees(schema, values, min_valid=2, min_invalid=2)
+
+
 def test_dynamic_references_whose_target_depends_on_the_path_are_refused():
     anchor = {"$dynamicAnchor": "t", "type": "integer"}
     schema = {"$defs": {"one": {"$id": "one", "$defs": {"t": anchor}, "$ref": "list"},
@@ -2655,6 +2681,37 @@ def test_refs_into_other_documents_given_as_resources():
     with pytest.raises(SchemaError) as info:
         schema_to_dfa(schema)
     assert "defs.json" in str(info.value)
+
+
+META_SCHEMA_VALUES = [
+    {}, True, False, 3, "x", [], {"type": "integer"}, {"type": "intege"}, {"type": 1}, {"type": ["string", "null"]},
+    {"type": ["string", "string"]}, {"minLength": 2}, {"minLength": -1}, {"minLength": 1.5}, {"required": ["a"]},
+    {"required": ["a", "a"]}, {"properties": {"a": {"type": "string"}}}, {"properties": {"a": {"type": "strin"}}},
+    {"properties": {"a": {"properties": {"b": {"maxItems": -2}}}}}, {"items": {"type": "nul"}}, {"anyOf": []},
+    {"anyOf": [{"type": "null"}]}, {"not": {"minimum": "1"}}, {"enum": [1, "a"]}, {"pattern": "^a+$"}]
+LATER_META_SCHEMA_VALUES = [{"$defs": {"a": {"type": "strin"}}}, {"$defs": {"a": {"maxLength": 1}}},
+                            {"dependentRequired": {"a": ["b"]}}, {"dependentRequired": {"a": ["b", "b"]}},
+                            {"unevaluatedProperties": {"type": 3}}, {"additionalProperties": {"$defs": {"x": 1}}}]
+
+
+@pytest.mark.parametrize("uri, later", [
+    ("http://json-schema.org/draft-06/schema#", False), ("http://json-schema.org/draft-07/schema#", False),
+    ("https://json-schema.org/draft/2019-09/schema", True), ("https://json-schema.org/draft/2020-12/schema", True)])
+def test_refs_to_published_meta_schemas(uri, later):
+    """A schema may describe schemas: the published meta-schemas (and the 2019-09 and 2020-12
+    vocabularies they name, with their recursive and dynamic references) resolve offline."""
+    assert_agrees({"$ref": uri}, META_SCHEMA_VALUES + (LATER_META_SCHEMA_VALUES if later else []),
+                  min_valid=8, min_invalid=8)
+
+
+def test_meta_schemas_by_either_scheme_and_errors_inside_them():
+    dfa = schema_to_dfa({"properties": {"s": {"$ref": "https://json-schema.org/draft-07/schema"}}}).automaton
+    assert dfa.matches(b'{"s": {"type": "integer"}}') and not dfa.matches(b'{"s": {"type": 1}}')
+    with pytest.raises(SchemaError) as info:  # draft 4's enum is an array of distinct values of any type
+        schema_to_dfa({"$ref": "http://json-schema.org/draft-04/schema#"})
+    assert info.value.pointer == "http://json-schema.org/draft-04/schema#/properties/enum/uniqueItems"
+    with pytest.raises(SchemaError, match="is not part of this document"):
+        schema_to_dfa({"$ref": "https://json-schema.org/draft/2020-12/meta/nothing"})
 
 
 def test_a_pointer_missing_under_an_embedded_id_falls_back_to_the_root_with_a_note():

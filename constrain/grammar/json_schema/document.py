@@ -4,7 +4,10 @@ Every sub-schema is addressed by a :class:`Loc`: the node, the JSON pointer that
 reaches it from the root (for error messages) and the base URI in force there
 (``$id`` / draft-4 ``id`` change it), so relative references resolve the way the
 spec says.  All ``$id``\\ s, ``$anchor``\\ s and pointers of the document are
-indexed once; references outside the document are an error.
+indexed once.  References outside the document resolve into the ``resources`` the
+caller gives, and into the published meta-schemas and vocabularies of every draft
+(``jsonschema`` ships them: a schema may describe a schema, ``{"$ref":
+"http://json-schema.org/draft-07/schema#"}``); others are an error.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 from urllib.parse import unquote
 
 from ...errors import SchemaError
@@ -26,6 +29,8 @@ _SCHEMA_VALUED = {"additionalProperties", "additionalItems", "contains", "not", 
                   "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contentSchema"}
 _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
 _SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems"}
+_REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+_DEFINITIONS = ("$defs", "definitions")
 
 
 _FROM_2019 = frozenset({"dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
@@ -202,17 +207,42 @@ class SchemaDocument:
         #: What the compile should say: keywords ignored because their draft does not
         #: define them, references resolved against the root instead of their base.
         self.notes: list[str] = []
+        #: Every reference (where, which keyword) and every resource embedded in another
+        #: (outer base, inner base): the ways evaluation enters a resource (:meth:`_scopes`).
+        self._references: list[tuple[Loc, str]] = []
+        self._embedded: set[tuple[str, str]] = set()
+        self._edges: dict[str, set[str]] | None = None
         base = base_of(root, _ROOT_BASE, self.draft)
         self.root_loc = Loc(root, "", base, self.draft)
         self._register(self.root_loc, is_root=True)
         for uri, document in (resources or {}).items():  # other documents $ref may point into
             if not isinstance(uri, str) or not isinstance(document, (dict, bool)):
                 raise SchemaError(f"resources must map URIs to schemas, got {uri!r}: {type(document).__name__}")
-            url = split_fragment(uri)[0]
-            draft = _draft_of(document) if isinstance(document, dict) and "$schema" in document else self.draft
-            loc = Loc(document, "", base_of(document, url, draft), draft)
-            self.index.setdefault(url + "#", loc)
-            self._register(loc, is_root=True)
+            self._add_document(split_fragment(uri)[0], document)
+        self._add_meta_schemas()
+
+    def _add_document(self, url: str, document: Any) -> None:
+        """Index ``document`` as the one at ``url`` (and at its own ``$id``).  Its pointers
+        begin with ``url#``, so that errors inside it name the document."""
+        draft = _draft_of(document) if isinstance(document, dict) and "$schema" in document else self.draft
+        loc = Loc(document, url + "#", base_of(document, url, draft), draft)
+        self.index.setdefault(url + "#", loc)
+        self._register(loc, is_root=True)
+
+    def _add_meta_schemas(self) -> None:
+        """Index the published meta-schemas that references name and the document lacks,
+        and those they name in turn (the 2020-12 schema's vocabularies)."""
+        done = 0
+        while done < len(self._references):
+            loc, keyword = self._references[done]
+            done += 1
+            ref = loc.node.get(keyword) if isinstance(loc.node, dict) else None
+            if isinstance(ref, str):
+                url = split_fragment(resolve_uri(loc.base, ref))[0]
+                if url + "#" not in self.index:
+                    document = meta_schema(url)
+                    if document is not None:
+                        self._add_document(url, document)
 
     def resolve(self, loc: Loc, ref: str, keyword: str = "$ref") -> Loc:
         """The sub-schema a reference found at ``loc`` points to (dynamic references as
@@ -259,8 +289,75 @@ class SchemaDocument:
             return at_root[0]
         if len({anchor.base for anchor in anchors}) <= 1:
             return initial
+        by_base: dict[str, Loc] = {}
+        for anchor in anchors:
+            by_base.setdefault(anchor.base, anchor)
+        targets = {found.key: found for found in (initial if first is None else by_base[first]
+                                                  for first in self._first_anchored(loc.base, by_base))}
+        if len(targets) <= 1:  # no path reaches the reference (never evaluated), or every path agrees
+            return next(iter(targets.values()), initial)
         raise loc.error(f"{keyword} {loc.node[keyword]!r} resolves to whichever of the {len(anchors)} resources with "
                         f"a {what} the value's path enters first, which the grammar does not track", keyword)
+
+    def _first_anchored(self, target: str, anchored: Mapping[str, Loc]) -> set[str | None]:
+        """The first resource of ``anchored`` on each chain of resources evaluation can enter
+        from the root to the resource ``target`` (None: a chain with none of them).
+
+        A dynamic scope is that chain, so its outermost anchored resource is one of these;
+        where they are all the same resource, so is the reference's target whatever the
+        value's path.  The chains are read from every reference and embedded resource
+        of the documents (a superset of those evaluation follows: more chains can only
+        make the answer less often unique)."""
+        edges = self._scopes()
+        reaches = _reaching(edges, target)
+        firsts: set[str | None] = set()
+        root = self.root_loc.base
+        if root not in reaches:
+            return firsts
+        todo, seen = [root], {root}
+        while todo:
+            current = todo.pop()
+            if current == target:
+                firsts.add(None)
+            for after in edges.get(current, ()):
+                if after in anchored:
+                    if after in reaches:
+                        firsts.add(after)
+                elif after not in seen and after in reaches:
+                    seen.add(after)
+                    todo.append(after)
+        return firsts
+
+    def _scopes(self) -> dict[str, set[str]]:
+        """The resources evaluation may enter from each resource (by base URI): where its
+        references land, and the resources embedded in it (read once: the document is
+        whole after ``__init__``)."""
+        if self._edges is not None:
+            return self._edges
+        edges: dict[str, set[str]] = {}
+        for outer, inner in self._embedded:
+            edges.setdefault(outer, set()).add(inner)
+        for loc, keyword in self._references:
+            for target in self._landings(loc, keyword):
+                if target != loc.base:
+                    edges.setdefault(loc.base, set()).add(target)
+        self._edges = edges
+        return edges
+
+    def _landings(self, loc: Loc, keyword: str) -> set[str]:
+        """The resources a reference may land in: its static target's, and for a dynamic
+        reference every resource with an anchor of its name."""
+        try:
+            initial = self._resolve_static(loc, loc.node[keyword], keyword)
+        except SchemaError:
+            return set()  # an error where it is compiled, if it is
+        found = {initial.base}
+        if keyword == "$dynamicRef":
+            fragment = split_fragment(resolve_uri(loc.base, loc.node[keyword]))[1]
+            found.update(anchor.base for anchor in self.dynamic_anchors.get(fragment, []))
+        elif keyword == "$recursiveRef":
+            found.update(anchor.base for anchor in self.recursive_anchors)
+        return found
 
     def _resolve_static(self, loc: Loc, ref: str, keyword: str) -> Loc:
         """The sub-schema a reference found at ``loc`` names by its URI."""
@@ -330,21 +427,64 @@ class SchemaDocument:
         ident = node.get("$id") if isinstance(node.get("$id"), str) else node.get("id")
         if isinstance(ident, str) and ident.startswith("#") and len(ident) > 1:  # draft-4/6/7 plain-name ids
             self.index.setdefault(resolve_uri(loc.base, ident), loc)
-        for key, value in node.items():
-            if key in ("enum", "const", "examples", "default"):
-                continue
-            if key in _SCHEMA_VALUED or key == "items":
-                if isinstance(value, list):
-                    for i in range(len(value)):
-                        self._register(loc.child(key, i))
-                else:
-                    self._register(loc.child(key))
-            elif key in _SCHEMA_MAPS and isinstance(value, dict):
-                for name in value:
-                    self._register(loc.child(key, name))
-            elif key in _SCHEMA_LISTS and isinstance(value, list):
+        self._references.extend((loc, keyword) for keyword in _REFERENCES if keyword in node)
+        for key, child in _children(loc):
+            if child.base != loc.base and key not in _DEFINITIONS:  # definitions are entered by reference
+                self._embedded.add((loc.base, child.base))
+            self._register(child)
+
+
+def _children(loc: Loc) -> Iterable[tuple[str, Loc]]:
+    """The sub-schemas directly below ``loc`` (where ``$id``, ``$anchor`` and references may
+    be), each with the keyword it is under."""
+    for key, value in loc.node.items():
+        if key in ("enum", "const", "examples", "default"):
+            continue
+        if key in _SCHEMA_VALUED or key == "items":
+            if isinstance(value, list):
                 for i in range(len(value)):
-                    self._register(loc.child(key, i))
+                    yield key, loc.child(key, i)
+            else:
+                yield key, loc.child(key)
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            for name in value:
+                yield key, loc.child(key, name)
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            for i in range(len(value)):
+                yield key, loc.child(key, i)
+
+
+def _reaching(edges: Mapping[str, set[str]], target: str) -> set[str]:
+    """The resources from which ``edges`` lead to ``target`` (itself included)."""
+    back: dict[str, set[str]] = {}
+    for source, targets in edges.items():
+        for after in targets:
+            back.setdefault(after, set()).add(source)
+    found, todo = {target}, [target]
+    while todo:
+        for before in back.get(todo.pop(), ()):
+            if before not in found:
+                found.add(before)
+                todo.append(before)
+    return found
+
+
+def meta_schema(url: str) -> Any | None:
+    """The published meta-schema or vocabulary at ``url`` (json-schema.org, either scheme),
+    as ``jsonschema`` ships them, or None."""
+    if "json-schema.org/" not in url:
+        return None
+    try:
+        from jsonschema_specifications import REGISTRY
+    except ImportError:  # jsonschema before 4.18
+        return None
+    scheme, _, rest = url.partition("://")
+    for candidate in (url, ("https" if scheme == "http" else "http") + "://" + rest):
+        try:
+            return REGISTRY.contents(candidate)
+        except LookupError:
+            continue
+    return None
 
 
 def _declares_id(node: dict) -> bool:
