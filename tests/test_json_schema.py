@@ -1696,7 +1696,14 @@ def test_formats_checked_by_jsonschema(fmt):
 # "contains @": verdicts by hand (RFC 3986, RFC 1123, RFC 5321, ISO 8601 durations as RFC 3339 appendix A writes them).
 HAND_FORMATS = {
     "email": {"a@b.c": True, "first.last@example.com": True, "noat": False, "@": False, "a@": False,
-              "@b.c": False, "x y@z.com": False},
+              "@b.c": False, "x y@z.com": False, "a-b~c@d.e": True, ".a@b.c": False, "a..b@c.d": False,
+              # quoted local parts (RFC 5321 quoted-string) and address literals
+              '"x y"@z.com': True, '"a..b@c"@d.e': True, '"a\\"b"@c.d': True, '"a"b"@c.d': False, '"a@c.d': False,
+              "a@[127.0.0.1]": True, "a@[127.0.0.300]": False, "a@[IPv6:::1]": True, "a@[IPv6:1]": False,
+              "a@[::1]": False, "δ@b.c": False},
+    # RFC 6531: non-ASCII characters in the local part, dot-atom or quoted; the domain is as email's
+    "idn-email": {"δοκιμή@example.com": True, '"δ δ"@b.c': True, "\x85@b.c": True, "𝕏@b.c": True,
+                  "a＠b.c": False, ".δ@b.c": False, "a@b.c": True, "a b@c.d": False},
     "uri": {"https://example.com/a?b=c#d": True, "urn:isbn:0451450523": True, "mailto:a@b.c": True,
             "/relative/path": False, "no scheme": False, "http://exa mple.com": False, "1http://x": False},
     "hostname": {"example.com": True, "a": True, "a-b.c-d": True, "-ab.com": False, "ab-.com": False,

@@ -85,8 +85,20 @@ def _references(unreserved: str, private: str = "") -> tuple[str, str]:
 
 _URI, _RELATIVE = _references(_UNRESERVED)
 _IRI, _IRELATIVE = _references(_UNRESERVED + _UCSCHAR, _IPRIVATE)
-_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
-_EMAIL = rf"{_ATEXT}+(?:\.{_ATEXT}+)*@(?:{_HOSTNAME}|\[{_IPV4}\])"
+_ATEXT = r"A-Za-z0-9!#$%&'*+/=?^_`{|}~\-"
+_QTEXT = r" !#-\[\]-~"  # RFC 5321 qtextSMTP: printable ASCII but '"' and '\'
+_UTF8_NON_ASCII = _ranges([(0x80, 0xD7FF), (0xE000, 0x10FFFF)])  # RFC 6532: every scalar value past ASCII
+
+
+def _email(extra: str = "") -> str:
+    """RFC 5321 mailboxes: a dot-atom or quoted local part (``extra`` characters added to
+    both: RFC 6531's non-ASCII ones), then a host name or an IPv4 or IPv6 address literal."""
+    dot_atom = rf"[{_ATEXT}{extra}]+(?:\.[{_ATEXT}{extra}]+)*"
+    quoted = rf'"(?:[{_QTEXT}{extra}]|\\[ -~])*"'
+    return rf"(?:{dot_atom}|{quoted})@(?:{_HOSTNAME}|\[{_IPV4}\]|\[IPv6:{_IPV6}\])"
+
+
+_EMAIL = _email()
 # RFC 3339 appendix A: each unit may be followed only by the next one down (dur-year =
 # 1*DIGIT "Y" [dur-month], dur-month = ... [dur-day]), so P1Y2D and PT1H2S are not durations.
 _DUR_TIME = r"T(?:\d+H(?:\d+M(?:\d+S)?)?|\d+M(?:\d+S)?|\d+S)"
@@ -152,7 +164,7 @@ _SOURCES: dict[str, str] = {
     # IDNA 2008 (contextual rules, bidi) is not regular to check: ASCII names only, which
     # are valid IDN names wherever they are valid names (A-labels are refused above).
     "idn-hostname": _HOSTNAME,
-    "idn-email": _EMAIL,
+    "idn-email": _email(_UTF8_NON_ASCII),
 }
 
 # Formats the spec defines that no regular language checks exactly: refused in strict mode.
@@ -168,10 +180,10 @@ FORMAT_NOTES: dict[str, str] = {
     "time": "a leap second (:60) only as 23:59:60 with a zero offset",
     "date-time": "a leap second (:60) only as 23:59:60 with a zero offset",
     "hostname": "labels with '--' in the third and fourth places (IDNA A-labels such as 'xn--...') are refused",
-    "email": "dot-atom local parts and hostname or [IPv4] domains (no quoted local parts)",
+    "email": "host names and [IPv4] or [IPv6:...] literals after the @ (no general address literals, [tag:...])",
     "uri-template": "an apostrophe is allowed in literals (RFC 6570 leaves it out; the official test suite allows it)",
     "idn-hostname": "ASCII host names only (IDNA 2008 U-labels are refused, as are A-labels)",
-    "idn-email": "ASCII addresses only, as email (IDNA 2008 U-labels are refused)",
+    "idn-email": "non-ASCII local parts, but ASCII domains only, as email (IDNA 2008 U-labels are refused)",
     "regex": (f"the syntax ECMA-262 and Python's re share, groups nested at most {_REGEX_DEPTH} deep; no "
               "look-arounds, backreferences, named groups, \\p{...} or other escapes, ranges but from 0, 1, a or A "
               "(stricter than ECMA-262)"),
