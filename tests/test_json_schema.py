@@ -1699,12 +1699,13 @@ HAND_FORMATS = {
               "@b.c": False, "x y@z.com": False, "a-b~c@d.e": True, ".a@b.c": False, "a..b@c.d": False,
               # quoted local parts (RFC 5321 quoted-string) and address literals
               '"x y"@z.com': True, '"a..b@c"@d.e': True, '"a\\"b"@c.d': True, '"a"b"@c.d': False, '"a@c.d': False,
-              "a@[127.0.0.1]": True, "a@[127.0.0.300]": False, "a@[IPv6:::1]": True, "a@[IPv6:1]": False,
+              "a@[127.0.0.1]": True, "a@[127.0.0.300]": False, "a@[IPv6:::1]": True, "a@[ipv6:::1]": True, "a@[IPv6:1]": False,
               "a@[::1]": False, "δ@b.c": False},
     # RFC 6531: non-ASCII characters in the local part, dot-atom or quoted; the domain is as email's
     "idn-email": {"δοκιμή@example.com": True, '"δ δ"@b.c': True, "\x85@b.c": True, "𝕏@b.c": True,
                   "a＠b.c": False, ".δ@b.c": False, "a@b.c": True, "a b@c.d": False},
     "uri": {"https://example.com/a?b=c#d": True, "urn:isbn:0451450523": True, "mailto:a@b.c": True,
+            "http://[v1.fe]/": True, "http://[V1.fe]/": True, "http://[w1.fe]/": False,
             "/relative/path": False, "no scheme": False, "http://exa mple.com": False, "1http://x": False},
     "hostname": {"example.com": True, "a": True, "a-b.c-d": True, "-ab.com": False, "ab-.com": False,
                  "a..b": False, "a" * 64 + ".com": False, "a_b.com": False,

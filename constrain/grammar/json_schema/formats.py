@@ -51,7 +51,8 @@ _PCT = r"%[0-9A-Fa-f]{2}"
 _UNRESERVED = r"A-Za-z0-9\-._~"
 _SUBDELIMS = r"!$&'()*+,;="
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]*"
-_IP_LITERAL = rf"\[(?:{_IPV6}|v[0-9A-Fa-f]+\.[{_UNRESERVED}{_SUBDELIMS}:]+)\]"
+# ABNF's quoted strings ignore case (RFC 5234 section 2.3): "v" of IPvFuture, "IPv6:" of RFC 5321.
+_IP_LITERAL = rf"\[(?:{_IPV6}|[Vv][0-9A-Fa-f]+\.[{_UNRESERVED}{_SUBDELIMS}:]+)\]"
 
 
 def _ranges(pairs) -> str:
@@ -95,7 +96,7 @@ def _email(extra: str = "") -> str:
     both: RFC 6531's non-ASCII ones), then a host name or an IPv4 or IPv6 address literal."""
     dot_atom = rf"[{_ATEXT}{extra}]+(?:\.[{_ATEXT}{extra}]+)*"
     quoted = rf'"(?:[{_QTEXT}{extra}]|\\[ -~])*"'
-    return rf"(?:{dot_atom}|{quoted})@(?:{_HOSTNAME}|\[{_IPV4}\]|\[IPv6:{_IPV6}\])"
+    return rf"(?:{dot_atom}|{quoted})@(?:{_HOSTNAME}|\[{_IPV4}\]|\[[Ii][Pp][Vv]6:{_IPV6}\])"
 
 
 _EMAIL = _email()
