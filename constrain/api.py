@@ -7,7 +7,7 @@ tokens' exact bytes, so that what is returned is exactly what the mask allowed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from .compiler import CompiledGrammar
 from .errors import ConstrainError, SchemaError
@@ -214,15 +214,18 @@ def generate_json(
     tokenizer: Any,
     *,
     whitespace: str = "flexible",
+    max_whitespace: int = 12,
     strict: bool = True,
     property_order: str = "schema",
+    resources: Mapping[str, Any] | None = None,
     diffusion: bool = False,
     **generate_kwargs: Any,
 ) -> Any:
     """Generate a JSON value valid against ``schema`` and return it parsed.
 
-    ``whitespace``, ``strict`` and ``property_order`` (``"any"``: the model picks the
-    order of each object's members) are :meth:`~constrain.Compiler.compile_json_schema`'s.
+    ``whitespace``, ``max_whitespace``, ``strict``, ``property_order`` (``"any"``: the
+    model picks the order of each object's members) and ``resources`` (other schema
+    documents by URI) are :meth:`~constrain.Compiler.compile_json_schema`'s.
 
     ``schema`` is a dict, JSON text or a pydantic model class.  With
     ``strict=False``, keywords that cannot be enforced exactly are relaxed while
@@ -244,7 +247,8 @@ def generate_json(
     from .samplers.processor import compiler_for
 
     compiled = compiler_for(tokenizer, model_vocab_size(model)).compile_json_schema(
-        schema, whitespace=whitespace, strict=strict, property_order=property_order)
+        schema, whitespace=whitespace, max_whitespace=max_whitespace, strict=strict, property_order=property_order,
+        resources=resources)
     if UNSATISFIABLE in compiled.notes:  # say so now, not "no token is allowed" after the prompt
         raise SchemaError("no JSON value satisfies this schema (its keywords contradict each other)", "#")
     if UNSATISFIABLE_WITHIN_CUTS in compiled.notes:
@@ -292,9 +296,21 @@ def validate_output(value: Any, compiled: CompiledGrammar, repeated_key: bool = 
 
     schema = compiled.source
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    error = jsonschema.exceptions.best_match(cls(schema, format_checker=cls.FORMAT_CHECKER).iter_errors(value))
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER, registry=_registry(compiled.resources, cls))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     if error is not None:
         pointer = "#/" + "/".join(str(p) for p in error.absolute_schema_path)
         why = [*compiled.notes] + (["the output repeats a key, and JSON keeps the last of them"] if repeated_key else [])
         raise SchemaError(f"the output breaks {error.validator!r}, which was not enforced while decoding "
                           f"({'; '.join(why)}): {error.message}", pointer)
+
+
+def _registry(resources: Mapping[str, Any], cls: Any) -> Any:
+    """The ``referencing`` registry of a compile's other documents (the meta-schemas
+    ``jsonschema`` adds itself), each read in its own ``$schema``'s draft, else ``cls``'s."""
+    from referencing import Registry, Resource
+    from referencing.jsonschema import specification_with
+
+    default = specification_with(cls.ID_OF(cls.META_SCHEMA))
+    return Registry().with_resources(
+        (uri, Resource.from_contents(document, default_specification=default)) for uri, document in resources.items())

@@ -48,15 +48,19 @@ class CompiledGrammar:
     notes:
         What the compile relaxed or treated as annotation (unknown formats,
         keywords relaxed with ``strict=False``), one line each with its JSON pointer.
+    resources:
+        A JSON Schema's other documents by URI, as given to the compile (what a
+        validation of the output resolves references in, too).
     """
 
     def __init__(self, tokenizer_info: TokenizerInfo, kind: str, source: Any, engine: Any,
-                 notes: tuple[str, ...] = ()) -> None:
+                 notes: tuple[str, ...] = (), resources: Mapping[str, Any] | None = None) -> None:
         self.tokenizer_info = tokenizer_info
         self.kind = kind
         self.source = source
         self.engine = engine
         self.notes = notes
+        self.resources = dict(resources or {})
 
     @property
     def is_regular(self) -> bool:
@@ -266,7 +270,8 @@ class Compiler:
             ``max_recursion``).
         resources:
             Other schema documents by URI, for references that leave this one
-            (nothing is fetched over the network).
+            (nothing is fetched over the network).  The published meta-schemas
+            (``http://json-schema.org/draft-07/schema#``...) resolve without them.
 
         Raises
         ------
@@ -306,7 +311,8 @@ class Compiler:
                 else:
                     engine = TokenPDA(language.pushdown(longest), self.tokenizer_info, self._disk)
             notes = tuple(language.notes)
-            compiled = self._memory_put(key, CompiledGrammar(self.tokenizer_info, "json_schema", value, engine, notes))
+            compiled = self._memory_put(key, CompiledGrammar(self.tokenizer_info, "json_schema", value, engine, notes,
+                                                             resources))
         return compiled
 
     def compile_builtin(self, name: str) -> CompiledGrammar:

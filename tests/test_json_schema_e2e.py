@@ -127,6 +127,30 @@ def test_outputs_with_a_repeated_key_are_checked(llama3):
     assert parse_output('{"a": 1, "b": 2, "b": 3}', compiled) == {"a": 1, "b": 3}  # still valid: returned
 
 
+_DEFS = {"https://example.com/defs.json": {"$defs": {
+    "point": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"],
+              "additionalProperties": False},
+    "flag": {"type": "boolean"}}}}
+
+
+def test_outputs_are_checked_with_the_other_documents_of_their_schema(llama3):
+    """References into ``resources`` resolve while decoding and in the check of a relaxed
+    keyword after it (jsonschema alone cannot resolve them: nothing is fetched)."""
+    from constrain.api import parse_output
+
+    tokenizer, info = llama3
+    schema = {"type": "array", "items": {"$ref": "https://example.com/defs.json#/$defs/point"}, "uniqueItems": True}
+    compiled = Compiler(info, cache_dir=False).compile_json_schema(schema, strict=False, resources=_DEFS)
+    assert any("uniqueItems" in note for note in compiled.notes)  # objects: relaxed, so checked after decoding
+    assert parse_output('[{"x": 1}, {"x": 2}]', compiled) == [{"x": 1}, {"x": 2}]
+    with pytest.raises(SchemaError, match="uniqueItems"):
+        parse_output('[{"x": 1}, {"x": 1}]', compiled)
+    value = generate_json({"$ref": "https://example.com/defs.json#/$defs/flag"}, "JSON:",
+                          _tiny_llama(len(tokenizer), seed=5), tokenizer, resources=_DEFS, whitespace="compact",
+                          max_new_tokens=8)
+    assert isinstance(value, bool)
+
+
 def test_hypothesis_instances_accepted(bench_rows, llama3):
     tokenizer, info = llama3
     compiler = Compiler(info, cache_dir=False)
