@@ -37,6 +37,10 @@ DIFFERENTIAL = [
     r"[\d.]+",
     r"[-a]b[a-]",
     r"\x41\u0042\u{43}",
+    # a '^' inside a repetition holds in its first copy only; after text, never (one input)
+    r"(?:^a|b)+c",
+    r"(?:(?:^|b)a){1,3}",
+    r"x|a^b",
 ]
 ALPHABET = "abcdexyz0129.- é😁\u00ff\n"
 
@@ -58,7 +62,7 @@ def test_dfa_agrees_with_regex_module(pattern):
         assert dfa.is_prefix(data) == bool(oracle.fullmatch(text, partial=True)), text
 
 
-@pytest.mark.parametrize("pattern", [p for p in DIFFERENTIAL if not any(x in p for x in ("\\u", "\\x", "\\w", "\\s", "[\\d"))])
+@pytest.mark.parametrize("pattern", [p for p in DIFFERENTIAL if not any(x in p for x in ("\\u", "\\x", "\\w", "\\s", "[\\d", "^"))])
 def test_dfa_agrees_with_interegular(pattern):
     """interegular has Python semantics, so only patterns where ECMA agrees are compared."""
     import interegular
@@ -166,8 +170,10 @@ def test_dfa_is_minimal_for_alternation_suffixes():
         (r"\p{Script=Greek}", 0, "property escape"),
         (r"a\p{Alphabetic}", 1, "property escape"),
         (r"\pL", 0, "property name in braces"),
-        ("a^b", 1, "anchor"),
-        ("a$b", 1, "anchor"),
+        ("a?^b", 2, "anchor"),  # holds only where a? matched nothing: refused
+        ("a$b?", 1, "anchor"),
+        ("a^b", 0, "matches no string at all"),  # after text, '^' never holds (no m flag: one input)
+        ("a$b", 0, "matches no string at all"),
         ("[abc", 0, "missing ']'"),
         (r"\q", 0, "unknown escape"),
         ("(?x)abc", 0, "flag(s) 'x' are not supported"),
@@ -287,7 +293,8 @@ def _reference_dfa(tree):
     trans, labels, (start_state,) = _subset_construction_reference(nfa, (start,), {final: 0})
     live = _live_states_reference(trans, labels >= 0)
     index = np.cumsum(live) - 1
-    pruned = np.where(trans[live] >= 0, index[np.maximum(trans[live], 0)], -1)
+    targets = trans[live]
+    pruned = np.where((targets >= 0) & live[np.maximum(targets, 0)], index[np.maximum(targets, 0)], -1)  # dead: no move
     trans, labels, (start_state,) = _minimize(pruned, labels[live], (int(index[start_state]),), reference=True)
     return ByteDFA(trans.astype(np.int32), labels >= 0, start_state)
 

@@ -612,8 +612,16 @@ def _only_empty(node) -> bool:
     return False
 
 
-def _strip_anchors(node, at_start: bool, at_end: bool, parser: _Parser, keep_end: bool = False):
+def _strip_anchors(node, at_start: bool, at_end: bool, parser: _Parser, keep_end: bool = False,
+                   after_text: bool = False, before_text: bool = False):
     """Remove ``^``/``$`` where they are no-ops for a full match, reject them elsewhere.
+
+    An anchor that can never hold is the empty language (:data:`NOTHING`): a ``^`` after
+    text that always consumes a character (``after_text``: in ``x^y`` or the JavaScript
+    literal ``/^a$/``, no input position 0 is left there), a ``$`` before such text
+    (``before_text``).  Either holds only at its end of the input, and without the ``m``
+    flag there is one input.  An anchor after text that may be empty (``a?^b``) is
+    refused.
 
     ``keep_end`` leaves every ``$`` (and look-ahead) in place for a caller that resolves
     them against the text that follows; ``^`` is still checked (a look-ahead's body
@@ -622,27 +630,77 @@ def _strip_anchors(node, at_start: bool, at_end: bool, parser: _Parser, keep_end
         if node.kind == "$" and keep_end:
             return node
         if (node.kind == "^" and not at_start) or (node.kind == "$" and not at_end):
+            if after_text if node.kind == "^" else before_text:
+                return NOTHING
             where = "start" if node.kind == "^" else "end"
             raise parser.error(
                 f"anchor '{node.kind}' is only supported at the {where} of the pattern", node.position
             )
         return EMPTY
     if isinstance(node, _Look):
-        return _Look(node.negative, _strip_anchors(node.body, at_start, False, parser, keep_end), node.position)
+        return _Look(node.negative, _strip_anchors(node.body, at_start, False, parser, keep_end, after_text),
+                     node.position)
     if isinstance(node, Alt):
-        return Alt(tuple(_strip_anchors(i, at_start, at_end, parser, keep_end) for i in node.items))
+        return Alt(tuple(_strip_anchors(i, at_start, at_end, parser, keep_end, after_text, before_text)
+                         for i in node.items))
     if isinstance(node, Concat):
         items = node.items
+        fewest = [_fewest(item) for item in items]
         out = []
         for k, item in enumerate(items):
             start_ok = at_start and all(_only_empty(x) for x in items[:k])
             end_ok = at_end and all(_only_empty(x) for x in items[k + 1 :])
-            out.append(_strip_anchors(item, start_ok, end_ok, parser, keep_end))
+            out.append(_strip_anchors(item, start_ok, end_ok, parser, keep_end, after_text or sum(fewest[:k]) > 0,
+                                      before_text or sum(fewest[k + 1:]) > 0))
         return Concat(tuple(out))
     if isinstance(node, Repeat):
         once = node.max is not None and node.max <= 1
-        return Repeat(_strip_anchors(node.item, at_start and once, at_end and once, parser, keep_end), node.min, node.max)
+        if at_start and not once and not after_text and _fewest(node.item) > 0 and _holds_start(node.item):
+            return _first_apart(node, parser, keep_end, before_text)
+        return Repeat(_strip_anchors(node.item, at_start and once, at_end and once, parser, keep_end, after_text,
+                                     before_text), node.min, node.max)
     return node
+
+
+def _first_apart(node: Repeat, parser: _Parser, keep_end: bool, before_text: bool):
+    """A repetition at the start whose item holds a ``^`` and always consumes a character:
+    its first copy is at the start (the ``^`` holds there), and every later one after text
+    (there it never does): ``(?:^\*|x)*`` is ``(?:\*|x)(?:x)*`` or nothing."""
+    first = _strip_anchors(node.item, True, False, parser, keep_end, False, before_text or node.min >= 2)
+    later = _strip_anchors(node.item, False, False, parser, keep_end, True, before_text)
+    most = None if node.max is None else node.max - 1
+    copies = Concat((first, Repeat(later, max(node.min - 1, 0), most)))
+    return copies if node.min > 0 else Alt((EMPTY, copies))
+
+
+def _holds_start(node) -> bool:
+    """Whether a ``^`` stands in ``node`` (look-ahead bodies included)."""
+    if isinstance(node, _Anchor):
+        return node.kind == "^"
+    if isinstance(node, (Concat, Alt)):
+        return any(_holds_start(item) for item in node.items)
+    if isinstance(node, Repeat):
+        return _holds_start(node.item)
+    if isinstance(node, _Look):
+        return _holds_start(node.body)
+    return False
+
+
+#: The empty language: an alternation with no branch.
+NOTHING = Alt(())
+
+
+def _fewest(node) -> int:
+    """The fewest characters a string of ``node`` has (assertions and anchors: none)."""
+    if isinstance(node, CharSet):
+        return 1
+    if isinstance(node, Concat):
+        return sum(_fewest(item) for item in node.items)
+    if isinstance(node, Alt):
+        return min((_fewest(item) for item in node.items), default=0)
+    if isinstance(node, Repeat):
+        return node.min * _fewest(node.item)
+    return 0
 
 
 def parse_regex(pattern: str, *, dialect: str = "ecma", ignore_case: bool = False, dotall: bool = False) -> RegexNode:

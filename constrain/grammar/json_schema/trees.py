@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..regex import EMPTY, Alt, CharSet, Concat, Graph, Repeat, RegexNode
+from ..regex import EMPTY, NOTHING, Alt, CharSet, Concat, Graph, Repeat, RegexNode
 
 __all__ = ["lit", "cls", "seq", "alt", "opt", "star", "plus", "rep", "separated_loop", "NOTHING", "DIGIT", "NONZERO", "EMPTY"]
-
-NOTHING: RegexNode = Alt(())  # the empty language: a branch that can never be taken
 
 
 @lru_cache(maxsize=4096)
