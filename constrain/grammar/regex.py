@@ -646,12 +646,14 @@ def _strip_anchors(node, at_start: bool, at_end: bool, parser: _Parser, keep_end
     if isinstance(node, Concat):
         items = node.items
         fewest = [_fewest(item) for item in items]
+        total, before = sum(fewest), 0  # the fewest characters of the whole, and of the items before k
         out = []
         for k, item in enumerate(items):
             start_ok = at_start and all(_only_empty(x) for x in items[:k])
             end_ok = at_end and all(_only_empty(x) for x in items[k + 1 :])
-            out.append(_strip_anchors(item, start_ok, end_ok, parser, keep_end, after_text or sum(fewest[:k]) > 0,
-                                      before_text or sum(fewest[k + 1:]) > 0))
+            out.append(_strip_anchors(item, start_ok, end_ok, parser, keep_end, after_text or before > 0,
+                                      before_text or total - before - fewest[k] > 0))
+            before += fewest[k]
         return Concat(tuple(out))
     if isinstance(node, Repeat):
         once = node.max is not None and node.max <= 1
@@ -665,7 +667,7 @@ def _strip_anchors(node, at_start: bool, at_end: bool, parser: _Parser, keep_end
 def _first_apart(node: Repeat, parser: _Parser, keep_end: bool, before_text: bool):
     """A repetition at the start whose item holds a ``^`` and always consumes a character:
     its first copy is at the start (the ``^`` holds there), and every later one after text
-    (there it never does): ``(?:^\*|x)*`` is ``(?:\*|x)(?:x)*`` or nothing."""
+    (there it never does): ``(?:^a|x)*`` is ``(?:a|x)(?:x)*`` or nothing."""
     first = _strip_anchors(node.item, True, False, parser, keep_end, False, before_text or node.min >= 2)
     later = _strip_anchors(node.item, False, False, parser, keep_end, True, before_text)
     most = None if node.max is None else node.max - 1
