@@ -312,5 +312,6 @@ def _registry(resources: Mapping[str, Any], cls: Any) -> Any:
     from referencing.jsonschema import specification_with
 
     default = specification_with(cls.ID_OF(cls.META_SCHEMA))
-    return Registry().with_resources(
-        (uri, Resource.from_contents(document, default_specification=default)) for uri, document in resources.items())
+    documents = ((uri.partition("#")[0], Resource.from_contents(document, default_specification=default))
+                 for uri, document in resources.items())  # keyed without a fragment, as compile_json_schema reads them
+    return Registry().with_resources(documents)

@@ -145,6 +145,10 @@ def test_outputs_are_checked_with_the_other_documents_of_their_schema(llama3):
     assert parse_output('[{"x": 1}, {"x": 2}]', compiled) == [{"x": 1}, {"x": 2}]
     with pytest.raises(SchemaError, match="uniqueItems"):
         parse_output('[{"x": 1}, {"x": 1}]', compiled)
+    with_fragment = {uri + "#": document for uri, document in _DEFS.items()}  # the same document
+    compiled = Compiler(info, cache_dir=False).compile_json_schema(schema, strict=False, resources=with_fragment)
+    with pytest.raises(SchemaError, match="uniqueItems"):
+        parse_output('[{"x": 1}, {"x": 1}]', compiled)
     value = generate_json({"$ref": "https://example.com/defs.json#/$defs/flag"}, "JSON:",
                           _tiny_llama(len(tokenizer), seed=5), tokenizer, resources=_DEFS, whitespace="compact",
                           max_new_tokens=8)
