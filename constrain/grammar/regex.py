@@ -647,10 +647,12 @@ def _strip_anchors(node, at_start: bool, at_end: bool, parser: _Parser, keep_end
         items = node.items
         fewest = [_fewest(item) for item in items]
         total, before = sum(fewest), 0  # the fewest characters of the whole, and of the items before k
+        solid = [k for k, item in enumerate(items) if not _only_empty(item)]
+        first, last = (solid[0], solid[-1]) if solid else (len(items), -1)  # zero-width items only outside these
         out = []
         for k, item in enumerate(items):
-            start_ok = at_start and all(_only_empty(x) for x in items[:k])
-            end_ok = at_end and all(_only_empty(x) for x in items[k + 1 :])
+            start_ok = at_start and k <= first
+            end_ok = at_end and k >= last
             out.append(_strip_anchors(item, start_ok, end_ok, parser, keep_end, after_text or before > 0,
                                       before_text or total - before - fewest[k] > 0))
             before += fewest[k]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable, Mapping
 from urllib.parse import unquote
 
@@ -211,7 +212,6 @@ class SchemaDocument:
         #: (outer base, inner base): the ways evaluation enters a resource (:meth:`_scopes`).
         self._references: list[tuple[Loc, str]] = []
         self._embedded: set[tuple[str, str]] = set()
-        self._edges: dict[str, set[str]] | None = None
         base = base_of(root, _ROOT_BASE, self.draft)
         self.root_loc = Loc(root, "", base, self.draft)
         self._register(self.root_loc, is_root=True)
@@ -308,7 +308,7 @@ class SchemaDocument:
         value's path.  The chains are read from every reference and embedded resource
         of the documents (a superset of those evaluation follows: more chains can only
         make the answer less often unique)."""
-        edges = self._scopes()
+        edges = self._scopes
         reaches = _reaching(edges, target)
         firsts: set[str | None] = set()
         root = self.root_loc.base
@@ -328,12 +328,11 @@ class SchemaDocument:
                     todo.append(after)
         return firsts
 
+    @cached_property
     def _scopes(self) -> dict[str, set[str]]:
         """The resources evaluation may enter from each resource (by base URI): where its
         references land, and the resources embedded in it (read once: the document is
         whole after ``__init__``)."""
-        if self._edges is not None:
-            return self._edges
         edges: dict[str, set[str]] = {}
         for outer, inner in self._embedded:
             edges.setdefault(outer, set()).add(inner)
@@ -341,7 +340,6 @@ class SchemaDocument:
             for target in self._landings(loc, keyword):
                 if target != loc.base:
                     edges.setdefault(loc.base, set()).add(target)
-        self._edges = edges
         return edges
 
     def _landings(self, loc: Loc, keyword: str) -> set[str]:
@@ -474,10 +472,8 @@ def meta_schema(url: str) -> Any | None:
     as ``jsonschema`` ships them, or None."""
     if "json-schema.org/" not in url:
         return None
-    try:
-        from jsonschema_specifications import REGISTRY
-    except ImportError:  # jsonschema before 4.18
-        return None
+    from jsonschema_specifications import REGISTRY  # installed with jsonschema (a dependency, >= 4.20)
+
     scheme, _, rest = url.partition("://")
     for candidate in (url, ("https" if scheme == "http" else "http") + "://" + rest):
         try:
