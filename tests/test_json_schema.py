@@ -741,6 +741,12 @@ def _tagged(kind, *names: str) -> dict:
     return {"type": "object", "properties": props, "required": ["kind"]}
 
 
+def _patterned(tag: str, *types: str) -> dict:
+    """An object variant whose required member ``kind`` is a string matching ``tag``."""
+    variant = {"properties": {"kind": {"type": "string", "pattern": tag}}, "required": ["kind"]}
+    return {**variant, "type": list(types)} if types else variant
+
+
 def _listed(*values_or_schema) -> dict:
     """An object variant whose required member ``c`` is an enum of the given values, or the given schema."""
     first = values_or_schema[0]
@@ -790,12 +796,31 @@ ONE_OF_DISJOINT = {
                                            {"type": "array"}]}, "anyOf"),
     "types of a nested anyOf that meet": ({"oneOf": [{"anyOf": [{"type": "array", "maxItems": 0}, {"type": "string"}]},
                                                      {"type": "array"}]}, "product"),
+    # Github_hard o82273 (tree-sitter's grammar schema): tags written as anchored patterns,
+    # one variant with no "type": "object" (it also takes every value that is no object).
+    "tags as patterns": ({"oneOf": [_patterned("^SEQ$"), _patterned("^CHOICE$", "object"),
+                                    _patterned("^(TOKEN|IMMEDIATE_TOKEN)$", "object")]}, "anyOf"),
+    "strings by format": ({"oneOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "email"}]},
+                          "anyOf"),
+    "patterns that meet": ({"oneOf": [{"type": "string", "pattern": "^S"}, {"type": "string", "pattern": "Q$"}]},
+                           "product"),
+    "ranges apart": ({"oneOf": [{"type": "integer", "maximum": 2}, {"type": "number", "exclusiveMinimum": 2},
+                                {"type": "object", "properties": {"k": {"type": "number", "minimum": 5}}, "required": ["k"]},
+                                {"type": "object", "properties": {"k": {"type": "integer", "exclusiveMaximum": 5}},
+                                 "required": ["k"]}]}, "anyOf"),
+    "ranges that meet": ({"oneOf": [{"type": "integer", "maximum": 2}, {"type": "number", "minimum": 2}]}, "product"),
+    "counts apart": ({"oneOf": [{"type": "string", "maxLength": 1}, {"type": "string", "minLength": 2},
+                                {"type": "array", "maxItems": 0}, {"type": "array", "minItems": 1},
+                                {"type": "object", "minProperties": 2}, {"type": "object", "maxProperties": 1}]}, "anyOf"),
+    "counts that meet": ({"oneOf": [{"type": "array", "maxItems": 1}, {"type": "array", "minItems": 1}]}, "product"),
 }
 ONE_OF_VALUES = (near(0, 5, spread=2) + [2.0, 1.5, 7.5, "", "a", "ab", None, True, [], [1]]
                  + [{"kind": "a"}, {"kind": "b", "x": "s"}, {"kind": "ab"}, {"kind": "c"}, {"k": 1}, {"k": 1.0}, {"k": "s"}, {"k": 2},
                     {}, {"k": 1, "j": 2}, {"kind": "a", "x": 1}, {"k": 0.5}, {"k": 2, "kind": "c"}, {"kind": "a", "k": [1]},
                     {"kind": "b", "k": None}, {"c": ["deleted"]}, {"c": ["size"]}, {"c": []}, {"c": ["mode", "x"]},
-                    {"c": ["size"], "k": 1}])
+                    {"c": ["size"], "k": 1}, {"kind": "SEQ"}, {"kind": "CHOICE", "k": 1}, {"kind": "TOKEN"},
+                    {"kind": "SEQQ"}, {"kind": "seq"}, "S", "SEQ", "SQ", "Q", "2020-01-31", "2020-02-31", "a@b.co",
+                    "a@b", {"k": 5}, {"k": 4.5}, {"k": 6}])
 
 
 # Known gap (ARCHITECTURE.md, "Texts, not values"): integers are written canonically, so the

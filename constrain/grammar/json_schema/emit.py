@@ -117,6 +117,7 @@ class SchemaEmitter:
         self.notes: list[str] = doc.notes  # one list: references resolved while emitting add theirs
         self._validator = None
         self._group_types_memo: dict[tuple[str, int], frozenset[str]] = {}
+        self._string_languages: dict[tuple, ByteDFA | RegexNode | None] = {}  # _string_language's memo
         self._recursive_memo: dict[tuple, tuple[RegexNode, int]] = {}  # (tree, built spelling-sensitive)
         # How numbers are spelled (numbers.py): plain inside a product's operands.
         self.spelling = JSON_SPELLING
@@ -712,6 +713,9 @@ class SchemaEmitter:
                 # against an array of other words): apart when no listed value meets the other.
                 if not any(self._admits(other, value) for value in self._enum_values(one)):
                     return True
+        common = self._value_types(a) & self._value_types(b)
+        if _bounds_apart(a, b, common) or common == {"string"} and self._strings_apart(a, b):
+            return True
         if depth == 0:
             return False
         for one, other in ((a, b), (b, a)):
@@ -722,6 +726,44 @@ class SchemaEmitter:
                     if self._disjoint(mine, theirs, chain, depth - 1):
                         return True
         return False
+
+    def _strings_apart(self, a: Spec, b: Spec) -> bool:
+        """Whether no string meets both records' patterns, formats and lengths (a tag
+        written as a pattern: ``"type": {"pattern": "^SEQ$"}`` against ``"^CHOICE$"``).
+
+        Each side's language over-approximates its record (its other keywords are left
+        out), so languages apart mean values apart: a string both allow would have its
+        ``json.dumps`` spelling, which every string language holds, in both.  Records
+        with no pattern or format are not judged here.
+        """
+        sides = [self._string_language(spec) for spec in (a, b)]
+        if any(side is NOTHING for side in sides):
+            return True
+        if sides[0] is None or sides[1] is None:
+            return False
+        try:
+            return intersect(sides[0], sides[1]) is None
+        except RegexError:  # past the state limit: not judged
+            return False
+
+    def _string_language(self, spec: Spec) -> ByteDFA | RegexNode | None:
+        """The DFA of the strings ``spec``'s patterns, known formats and short lengths
+        allow (memoised by them); NOTHING where no string meets them; None where it has
+        no pattern or format, or it cannot be built."""
+        patterns = tuple(sorted({pattern for pattern, _ in spec.patterns}))
+        formats = tuple(sorted({name for name, _ in spec.formats if name in FORMATS}))
+        if not (patterns or formats):
+            return None
+        short = spec.max_length is not None and spec.max_length <= SHORT_STRING
+        low, high = (spec.min_length, spec.max_length) if short else (0, None)  # long counts: left out (wider)
+        key = (low, high, patterns, formats)
+        if key not in self._string_languages:
+            try:
+                tree = string_tree(low, high, list(patterns), list(formats))
+                self._string_languages[key] = NOTHING if tree is NOTHING else build_byte_dfa(tree)
+            except RegexError:
+                self._string_languages[key] = None
+        return self._string_languages[key]
 
     def _judged(self, rest: Spec, branch: Spec, loc: Loc) -> Spec | None:
         """The record that stands for ``branch`` (``loc`` merged into ``rest``) when judging
@@ -1901,6 +1943,31 @@ def _union_opt(a: ByteDFA | None, b: ByteDFA | None) -> ByteDFA | None:
     if a is None or b is None:
         return a or b
     return union(a, b)
+
+
+#: For each type, the Spec fields of its lower and upper bound: counts are inclusive
+#: ints, number bounds ``(value, exclusive)`` pairs.
+_BOUNDS = {"string": ("min_length", "max_length"), "array": ("min_items", "max_items"),
+           "object": ("min_properties", "max_properties"), "number": ("minimum", "maximum"),
+           "integer": ("minimum", "maximum")}
+
+
+def _bounds_apart(a: Spec, b: Spec, common: frozenset[str]) -> bool:
+    """Whether, for every type in ``common`` (the types both records allow), one record's
+    range (lengths, item or member counts, numbers) ends before the other's begins."""
+    def apart(low_field: str, high_field: str) -> bool:
+        return any(_below(getattr(one, high_field), getattr(other, low_field)) for one, other in ((a, b), (b, a)))
+    return bool(common) and common <= _BOUNDS.keys() and all(apart(*_BOUNDS[name]) for name in common)
+
+
+def _below(high: Any, low: Any) -> bool:
+    """Whether every value under the upper bound ``high`` is below every value over the
+    lower bound ``low`` (ints, or ``(value, exclusive)`` pairs; None: unbounded)."""
+    if high is None or low is None:
+        return False
+    if not isinstance(high, tuple):
+        return high < low
+    return high[0] < low[0] or (high[0] == low[0] and (high[1] or low[1]))
 
 
 def _int_low(bound) -> int | None:
