@@ -5,8 +5,10 @@ benchmarks because it runs for minutes.  Schemas are random nestings of the prod
 (``not``, ``oneOf``, ``anyOf``, ``allOf``, ``if``/``then``/``else``, ``contains``),
 object and array keywords, constants and enums (objects in shuffled member order, signed
 zeros), dependencies, required-only anyOf/oneOf branches, oneOf branches that only
-constrain members (and such if/then/else), ``not`` of a type, patterns with look-aheads
-and word boundaries, formats and a ``$defs`` entry that may recurse.
+constrain members (and such if/then/else), oneOf variants told apart (or not) by
+``not: {required}``, by a member's pattern or by number ranges, ``not`` of a type,
+patterns with look-aheads and word boundaries, formats and a ``$defs`` entry that may
+recurse.
 
 - ``--mode sound``: random values, each written compact and indented; a text the
   automaton accepts must be valid (formats checked).  This found the unslotted
@@ -98,6 +100,14 @@ class Generator:
             lambda: {"anyOf": [{"required": ["a"]}, {"required": ["b", "c"]}]},
             lambda: {"oneOf": [{"required": ["a"]}, {"required": ["b"]}], "properties": {"b": {"type": "integer"}}},
             lambda: {"oneOf": self.member_branches(self.leaf)},
+            lambda: {"oneOf": [{"required": [name], "not": rng.choice([
+                {"required": rng.sample("abc", rng.randint(1, 2))},
+                {"anyOf": [{"required": [other]} for other in rng.sample("abc", 2)]}])} for name in rng.sample("abc", 2)]},
+            lambda: {"oneOf": [{"properties": {"a": {"type": "string", "pattern": pattern}}, "required": ["a"]}
+                               for pattern in rng.sample(PATTERNS, 2)]},
+            lambda: {"oneOf": [{"type": "number", "maximum": rng.randint(0, 2)},
+                               {"type": rng.choice(["integer", "number"]),
+                                rng.choice(["minimum", "exclusiveMinimum"]): rng.randint(0, 2)}]},
             lambda: {"if": {"properties": {"a": {"const": rng.choice([1, "x"])}}}, "then": {"required": ["b"]},
                      "else": {"properties": {"b": {"type": "string"}}}},
             lambda: {"not": {"type": rng.choice(["object", "integer", "number", ["string", "null"]])}},

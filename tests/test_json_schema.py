@@ -813,6 +813,13 @@ ONE_OF_DISJOINT = {
                                 {"type": "array", "maxItems": 0}, {"type": "array", "minItems": 1},
                                 {"type": "object", "minProperties": 2}, {"type": "object", "maxProperties": 1}]}, "anyOf"),
     "counts that meet": ({"oneOf": [{"type": "array", "maxItems": 1}, {"type": "array", "minItems": 1}]}, "product"),
+    # semgrep's "exactly one of these members": each variant requires its own and refuses the others'.
+    "one member of several": ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                               "oneOf": [{"required": ["a"], "not": {"anyOf": [{"required": ["b"]}, {"required": ["c"]}]}},
+                                         {"required": ["b"], "not": {"required": ["a"]}}]}, "anyOf"),
+    "one member, refusals that miss": ({"type": "object", "oneOf": [{"required": ["a"], "not": {"required": ["a", "c"]}},
+                                                                   {"required": ["b"], "not": {"required": ["c"]}}]},
+                                       "product"),
 }
 ONE_OF_VALUES = (near(0, 5, spread=2) + [2.0, 1.5, 7.5, "", "a", "ab", None, True, [], [1]]
                  + [{"kind": "a"}, {"kind": "b", "x": "s"}, {"kind": "ab"}, {"kind": "c"}, {"k": 1}, {"k": 1.0}, {"k": "s"}, {"k": 2},
@@ -820,7 +827,8 @@ ONE_OF_VALUES = (near(0, 5, spread=2) + [2.0, 1.5, 7.5, "", "a", "ab", None, Tru
                     {"kind": "b", "k": None}, {"c": ["deleted"]}, {"c": ["size"]}, {"c": []}, {"c": ["mode", "x"]},
                     {"c": ["size"], "k": 1}, {"kind": "SEQ"}, {"kind": "CHOICE", "k": 1}, {"kind": "TOKEN"},
                     {"kind": "SEQQ"}, {"kind": "seq"}, "S", "SEQ", "SQ", "Q", "2020-01-31", "2020-02-31", "a@b.co",
-                    "a@b", {"k": 5}, {"k": 4.5}, {"k": 6}])
+                    "a@b", {"k": 5}, {"k": 4.5}, {"k": 6}, {"a": 1}, {"b": "s"}, {"a": 1, "b": "s"},
+                    {"a": 1, "c": 2}, {"b": "s", "c": 2}, {"a": "s", "b": 1}])
 
 
 # Known gap (ARCHITECTURE.md, "Texts, not values"): integers are written canonically, so the

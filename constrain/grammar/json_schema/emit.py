@@ -22,7 +22,7 @@ import math
 from collections import Counter
 from contextlib import contextmanager
 from functools import cached_property, lru_cache, partial
-from typing import Any, Iterator, Sequence
+from typing import Any, Collection, Iterator, Sequence
 
 import numpy as np
 
@@ -720,6 +720,8 @@ class SchemaEmitter:
             return False
         for one, other in ((a, b), (b, a)):
             if one.types is not None and one.types <= {"object"}:
+                if _refuses_all_of(other, one.required.keys()):
+                    return True
                 for name in sorted(one.required):
                     mine = self._record(self._locs_for_key(one, name), chain)
                     theirs = self._record(self._locs_for_key(other, name), chain)
@@ -1943,6 +1945,25 @@ def _union_opt(a: ByteDFA | None, b: ByteDFA | None) -> ByteDFA | None:
     if a is None or b is None:
         return a or b
     return union(a, b)
+
+
+def _refuses_all_of(spec: Spec, names: Collection[str]) -> bool:
+    """Whether a pending ``not`` of ``spec`` refuses every object that holds all of
+    ``names``: ``"not": {"required": R}``, or ``"not": {"anyOf": [{"required": R}, ...]}``
+    (the "exactly one of these members" idiom), with some ``R`` among ``names``."""
+    for loc in spec.nots:
+        node = loc.node
+        branches = node.get("anyOf") if isinstance(node, dict) and _constraining(node) == {"anyOf"} else [node]
+        for branch in branches if isinstance(branches, list) else ():
+            required = branch.get("required") if isinstance(branch, dict) and _constraining(branch) == {"required"} else None
+            if isinstance(required, list) and all(isinstance(n, str) and n in names for n in required):
+                return True
+    return False
+
+
+def _constraining(node: dict) -> set[str]:
+    """The keywords of a schema object other than annotations."""
+    return node.keys() - ANNOTATION_KEYWORDS
 
 
 #: For each type, the Spec fields of its lower and upper bound: counts are inclusive
