@@ -738,7 +738,7 @@ class SchemaEmitter:
         member loop of its own, and a union keeps every variant whose members were
         written so far alive until its tag comes: Github_ultra o17072's 41 libnoise
         modules, tagged by patterns, then took masks of 2.2 s, against 0.55 ms as the
-        product they were before.
+        member groups (one loop) they were before.
         """
         common = self._value_types(a) & self._value_types(b)
         if _bounds_apart(a, b, common) or common == {"string"} and self._strings_apart(a, b):
