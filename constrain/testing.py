@@ -691,7 +691,7 @@ class _InstanceWriter:
                 raise Unserialisable("free-form value nested deeper than max_any_depth")
             return value
         if isinstance(value, list) and any("contains" in view for view in views):
-            from .grammar.json_schema.emit import OPERAND_ANY_DEPTH
+            from .grammar.json_schema.callees import OPERAND_ANY_DEPTH
 
             if value_depth(value) > 1 + OPERAND_ANY_DEPTH:
                 raise Unserialisable(f"items of an array with contains nested deeper than {OPERAND_ANY_DEPTH} "

@@ -28,7 +28,8 @@ import pytest
 
 from constrain import Compiler, Matcher, SchemaError
 from constrain.grammar.json_schema import UNSATISFIABLE, UNSATISFIABLE_WITHIN_CUTS, JsonSchemaOptions, schema_to_dfa
-from constrain.grammar.json_schema.emit import MAX_GRAPH_ORDER_MEMBERS, _growing_sets
+from constrain.grammar.json_schema.combinators import _growing_sets
+from constrain.grammar.json_schema.objects import MAX_GRAPH_ORDER_MEMBERS
 from constrain.grammar.json_schema.formats import FORMATS
 from constrain.automata.byte_dfa import build_byte_dfa
 from constrain.grammar.json_schema.document import resolve_uri
@@ -1449,21 +1450,21 @@ def test_member_wise_one_of_is_exact(schema, monkeypatch):
 
 def _member_wise_routes(monkeypatch) -> list[bool]:
     """What each member-group candidate was found (see ``member_groups.is_member_wise``), in call order."""
-    import constrain.grammar.json_schema.emit as emit
+    import constrain.grammar.json_schema.objects as objects
 
     routes: list[bool] = []
-    original = emit.is_member_wise
-    monkeypatch.setattr(emit, "is_member_wise", lambda *args: routes.append(original(*args)) or routes[-1])
+    original = objects.is_member_wise
+    monkeypatch.setattr(objects, "is_member_wise", lambda *args: routes.append(original(*args)) or routes[-1])
     return routes
 
 
 def _one_of_products(monkeypatch) -> list[int]:
-    """One entry per ``oneOf`` built as a product (``emit._exactly_one``), in call order."""
-    import constrain.grammar.json_schema.emit as emit
+    """One entry per ``oneOf`` built as a product (``combinators._exactly_one``), in call order."""
+    import constrain.grammar.json_schema.combinators as combinators
 
     products: list[int] = []
-    original = emit._exactly_one
-    monkeypatch.setattr(emit, "_exactly_one", lambda *operands: products.append(1) or original(*operands))
+    original = combinators._exactly_one
+    monkeypatch.setattr(combinators, "_exactly_one", lambda *operands: products.append(1) or original(*operands))
     return products
 
 
@@ -1666,11 +1667,11 @@ def test_member_classes_split_only_by_open_branches():
 def test_not_of_a_type_needs_no_product(monkeypatch):
     """``not: {"type": ...}`` narrows the types (no product), and stays exact; taking away
     ``integer`` alone leaves numbers no type set says, so that one is still a product."""
-    import constrain.grammar.json_schema.emit as emit
+    import constrain.grammar.json_schema.combinators as combinators
 
     calls = []
-    original = emit.difference
-    monkeypatch.setattr(emit, "difference", lambda *args: calls.append(1) or original(*args))
+    original = combinators.difference
+    monkeypatch.setattr(combinators, "difference", lambda *args: calls.append(1) or original(*args))
     values = [1, 1.5, "s", None, True, [], {}, {"a": [1, {"b": None}]}]
     for negated, product in ((["object", "null"], False), ("number", False), ("integer", True), ("string", False)):
         schema = {"not": {"type": negated, "description": "x"}}
@@ -2453,8 +2454,8 @@ def test_dynamic_references_whose_target_depends_on_the_path_are_refused():
 def test_operand_products_past_the_cap_are_refused_or_relaxed(monkeypatch):
     """A subschema whose unevaluated* sees what varies is a product of its own; nested
     combinators build it again in every operand, so their number is capped."""
-    import constrain.grammar.json_schema.emit as emit
-    monkeypatch.setattr(emit, "MAX_OPERAND_PRODUCTS", 0)
+    import constrain.grammar.json_schema.combinators as combinators
+    monkeypatch.setattr(combinators, "MAX_OPERAND_PRODUCTS", 0)
     schema = {"properties": {"o": {"allOf": [{"anyOf": [{"properties": {"x": {}}}, {"required": ["y"]}],
                                                "unevaluatedProperties": False}]}}}
     with pytest.raises(SchemaError) as info:

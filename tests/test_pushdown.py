@@ -303,7 +303,7 @@ def test_products_expand_calls_to_the_operand_depth():
 
 
 def test_expand_calls_equals_the_bounded_embedding():
-    from constrain.grammar.json_schema.emit import any_value_callee, any_value_dfa
+    from constrain.grammar.json_schema.callees import any_value_callee, any_value_dfa
 
     bounded = schema_to_dfa(OBJECT_WITH_EXTRAS, JsonSchemaOptions(max_any_depth=2, whitespace="compact")).dfa
     called = schema_to_dfa(OBJECT_WITH_EXTRAS, JsonSchemaOptions(whitespace="compact")).dfa

@@ -21,6 +21,7 @@ in tens of milliseconds (interegular's FSM construction takes seconds on it).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -222,21 +223,15 @@ class _NFA:
             for lo, hi in ranges:
                 self.edges += (start, lo, hi, end)
             return
-        # Sequences sharing a suffix (e.g. the trailing [80-BF][80-BF]) share states.
-        suffix_states: dict[tuple, int] = {}
-        for seq in ranges_to_utf8_sequences(node.ranges):
-            target = end
-            for k in range(len(seq) - 1, 0, -1):
-                key = seq[k:]
-                state = suffix_states.get(key)
-                if state is None:
-                    state = self.new_state()
-                    lo, hi = seq[k]
-                    self.add_edge(state, lo, hi, target)
-                    suffix_states[key] = state
-                target = state
-            lo, hi = seq[0]
-            self.add_edge(start, lo, hi, target)
+        inner, plan = _utf8_plan(node.ranges)
+        block = plan.copy()
+        ends = block[:, ::3]  # sources and targets: inner states, or the START / END codes
+        base = self.new_states(inner)
+        inside = ends >= 0
+        ends[inside] += base
+        ends[ends == _START] = start
+        ends[ends == _END] = end
+        self.edge_blocks.append(block)
 
     def build_concat(self, node: Concat, start: int, end: int) -> None:
         """Chain ``node``'s items through fresh states; ASCII characters (literals: most of
@@ -312,6 +307,34 @@ def _ascii_ranges(node: RegexNode) -> tuple | None:
     if type(node) is CharSet and node.ranges and node.ranges[-1][1] < 0x80:
         return node.ranges
     return None
+
+
+#: The codes :func:`_utf8_plan` writes for the fragment's own start and end states.
+_START, _END = -1, -2
+
+
+@lru_cache(maxsize=4096)
+def _utf8_plan(ranges: tuple[tuple[int, int], ...]) -> tuple[int, np.ndarray]:
+    """A non-ASCII character set's NFA fragment, planned once per set: the number of inner
+    states and the ``(source, lo, hi, target)`` moves, ends numbered from 0 or :data:`_START`
+    / :data:`_END`.  Sequences sharing a suffix (the trailing ``[80-BF][80-BF]``) share
+    states.  A word pattern under a count (``^(?:\\S+\\s+){0,99}\\S+$``) wires ``\\S``
+    hundreds of times: planning each copy anew was a third of such a schema's compile."""
+    suffix_states: dict[tuple, int] = {}
+    moves: list[tuple[int, int, int, int]] = []
+    for seq in ranges_to_utf8_sequences(ranges):
+        target = _END
+        for k in range(len(seq) - 1, 0, -1):
+            key = seq[k:]
+            state = suffix_states.get(key)
+            if state is None:
+                state = suffix_states[key] = len(suffix_states)
+                moves.append((state, *seq[k], target))
+            target = state
+        moves.append((_START, *seq[0], target))
+    plan = np.array(moves, dtype=np.int32).reshape(-1, 4)
+    plan.setflags(write=False)
+    return len(suffix_states), plan
 
 
 class _CSR(NamedTuple):

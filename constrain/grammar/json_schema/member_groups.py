@@ -17,8 +17,8 @@ from ...automata.member_sets import MemberRule
 from ...automata.json_strings import GOES_ON, MANY_VALUES, string_values
 from ..regex import Automaton, RegexNode
 from .document import Loc
-from .spec import (ANNOTATION_KEYWORDS, Spec, MemberGroup, allowed_types, dependency_names, group_branches,
-                   merge_orders, ref_keyword, unknown_keywords)
+from .spec import (ANNOTATION_KEYWORDS, Spec, MemberGroup, allowed_types, constraining_keywords, dependency_names,
+                   group_branches, merge_orders, ref_keyword, unknown_keywords)
 from .strings import encoded_string
 from .values import ALL_TYPES
 from .trees import NOTHING
@@ -437,7 +437,7 @@ def _negated_name(branch: dict) -> str | None:
 
 def _admits_nothing(node: Any) -> bool:
     """Whether a schema surely admits no value: ``false``, ``{"not": {}}``, ``{"not": true}``."""
-    return node is False or (isinstance(node, dict) and set(node) - ANNOTATION_KEYWORDS == {"not"}
+    return node is False or (isinstance(node, dict) and constraining_keywords(node) == {"not"}
                              and (node["not"] is True or node["not"] == {}))
 
 
@@ -540,7 +540,7 @@ def _constant_values(nodes: list[Any]) -> list[set[str]] | None:
     ``enum`` alone, else None."""
     found = []
     for node in nodes:
-        if not isinstance(node, dict) or not set(node) - ANNOTATION_KEYWORDS <= {"const", "enum"} or not (
+        if not isinstance(node, dict) or not constraining_keywords(node) <= {"const", "enum"} or not (
                 "const" in node or isinstance(node.get("enum"), list)):
             return None
         found.append({json.dumps(v, sort_keys=True) for v in ([node["const"]] if "const" in node else node["enum"])})
@@ -583,7 +583,7 @@ def types_outside(node: Any, types: frozenset[str] | None) -> frozenset[str] | N
     """The types of ``types`` (None: all) that ``not: node`` leaves, where ``node`` only
     says ``type`` (None otherwise, or where it takes away integers but not the other
     numbers, which no type set says)."""
-    if not isinstance(node, dict) or set(node) - ANNOTATION_KEYWORDS != {"type"}:
+    if not isinstance(node, dict) or constraining_keywords(node) != {"type"}:
         return None
     removed = allowed_types(node["type"])
     if not removed:
@@ -648,10 +648,10 @@ def negated_member(branch: Loc) -> Loc:
     set" (``if: {"not": {"properties": {"basic_auth": {"const": null}}}}``, then the
     others null: JsonSchemaStore prometheus) was a product per conditional."""
     node = branch.node
-    if not isinstance(node, dict) or set(node) - ANNOTATION_KEYWORDS != {"not"}:
+    if not isinstance(node, dict) or constraining_keywords(node) != {"not"}:
         return branch
     negated = node["not"]
-    if not isinstance(negated, dict) or set(negated) - ANNOTATION_KEYWORDS != {"properties"}:
+    if not isinstance(negated, dict) or constraining_keywords(negated) != {"properties"}:
         return branch
     properties = negated["properties"]
     if not isinstance(properties, dict) or len(properties) != 1:
@@ -665,7 +665,7 @@ def _constrains_no_member(properties: Any) -> bool:
     """Whether a ``properties`` value holds only schemas every value meets (``{}``,
     ``true``, annotations alone)."""
     return isinstance(properties, dict) and all(
-        sub is True or (isinstance(sub, dict) and set(sub) <= ANNOTATION_KEYWORDS) for sub in properties.values())
+        sub is True or (isinstance(sub, dict) and not constraining_keywords(sub)) for sub in properties.values())
 
 
 def with_presence_groups(spec: Spec) -> Spec:

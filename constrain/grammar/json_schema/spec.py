@@ -23,7 +23,7 @@ from .content import JSON_MEDIA_TYPE
 from .document import Loc, SchemaDocument
 
 __all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order", "place_branch",
-           "group_branches", "MemberGroup", "ref_keyword", "Slots", "NO_SLOTS", "TYPES", "ANNOTATION_KEYWORDS",
+           "group_branches", "MemberGroup", "ref_keyword", "constraining_keywords", "Slots", "NO_SLOTS", "TYPES", "ANNOTATION_KEYWORDS",
            "allowed_types", "VARYING_APPLICATORS", "REF_KEYWORDS"]
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
@@ -436,6 +436,11 @@ def _tighten_counts(spec: Spec, loc: Loc, what: str, low_keyword: str, high_keyw
     if high is not None:
         current = getattr(spec, f"max_{what}")
         setattr(spec, f"max_{what}", high if current is None else min(current, high))
+
+
+def constraining_keywords(node: dict) -> set[str]:
+    """The keywords of a schema object other than annotations: what it says of its values."""
+    return node.keys() - ANNOTATION_KEYWORDS
 
 
 def ref_keyword(node: dict) -> str | None:
