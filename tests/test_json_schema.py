@@ -2249,8 +2249,8 @@ def test_too_large_automata_name_the_sub_schema_and_what_grew(monkeypatch):
                                                                   "items": {"type": "string", "maxLength": 100}}]}}}
     # (A length alone would be a counted callee: inlined where it fits, else called.)
     whole = {"properties": {k: {"type": "string", "pattern": "^[^x]*$", "maxLength": 100} for k in "abc"}}
-    for schema, pointer, words in [(product, "/properties/t", "with maxLength 100 cannot be built: a combined automaton has more "
-                                                     "than 3000 states"),
+    for schema, pointer, words in [(product, "/properties/t", "with maxLength 100 cannot be built: a combined automaton would have "
+                                                     "more than 3,000 states"),
                                    (combined, "/properties/a", "/properties/a/oneOf/1/items (1,401 states)"),
                                    (whole, "#", "largest parts: /properties/")]:
         with pytest.raises(SchemaError) as info:

@@ -417,7 +417,7 @@ class _ListNFA(NamedTuple):
 
 
 def _too_many_dfa_states() -> RegexError:
-    return RegexError(f"the pattern's automaton has more than {MAX_DFA_STATES} states", "", 0)
+    return RegexError(f"its automaton would have more than {MAX_DFA_STATES:,} states", "", 0)
 
 
 def _subset_construction(nfa: _NFA, starts: tuple[int, ...], finals: dict[int, int]):

@@ -43,7 +43,7 @@ def product(a: ByteDFA, b: ByteDFA, op: str) -> ByteDFA | None:
     status, trans, in_a, in_b = pair_product(_with_sink(a.trans), _with_sink(b.trans), int(a.start),
                                              int(b.start), PRODUCT_MODES[op], MAX_DFA_STATES)
     if status == PRODUCT_OVERFLOW:
-        raise RegexError(f"a combined automaton has more than {MAX_DFA_STATES} states", "", 0)
+        raise RegexError(f"a combined automaton would have more than {MAX_DFA_STATES:,} states", "", 0)
     accepting = _OPS[op](np.append(a.accepting, False)[in_a], np.append(b.accepting, False)[in_b])
     return dfa_from_table(trans, accepting, 0)
 
