@@ -295,7 +295,15 @@ class ObjectEmission:
 
     def _extra_members(self, spec: Spec, listed: set[str], names_dfa: ByteDFA | None, chain) -> list[tuple[RegexNode, RegexNode]]:
         """(key language, value language) classes for members not listed in properties:
-        one per set of patterns a key can match together (see :func:`key_classes`)."""
+        one per set of patterns a key can match together (see :func:`key_classes`).
+
+        No classes where a merged branch says ``"additionalProperties": false`` with no
+        ``patternProperties``: it refuses every key no branch lists, so the key automaton
+        (any string less the listed names) would be built for nothing; a third of the
+        objects of median schemas are written so."""
+        if any(rule.additional is not None and rule.additional.node is False and not rule.patterns
+               for rule in spec.key_rules):
+            return []
         patterns = [(pattern, loc, index) for index, rule in enumerate(spec.key_rules) for pattern, loc in rule.patterns]
         all_keys = any_string_dfa()
         base_keys = without_words(all_keys, [encoded_string(n).encode() for n in sorted(listed)]) if listed else all_keys
