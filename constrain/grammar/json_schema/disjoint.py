@@ -14,7 +14,7 @@ from ...errors import RegexError
 from ..regex import RegexNode
 from .document import Loc
 from .formats import FORMATS
-from .spec import Spec, constraining_keywords
+from .spec import Spec, says_only
 from .strings import SHORT_STRING, string_tree
 from .trees import NOTHING
 from .values import ALL_TYPES, enum_keys, narrowed_to, possible_types
@@ -199,17 +199,12 @@ def _refuses_all_of(spec: Spec, names: Collection[str]) -> bool:
     (the "exactly one of these members" idiom), with some ``R`` among ``names``."""
     for loc in spec.nots:
         node = loc.node
-        branches = node.get("anyOf") if _only(node, "anyOf") else [node]
+        branches = node.get("anyOf") if says_only(node, "anyOf") else [node]
         for branch in branches if isinstance(branches, list) else ():
-            required = branch.get("required") if _only(branch, "required") else None
+            required = branch.get("required") if says_only(branch, "required") else None
             if isinstance(required, list) and all(isinstance(n, str) and n in names for n in required):
                 return True
     return False
-
-
-def _only(node: Any, keyword: str) -> bool:
-    """Whether ``node`` is a schema object that says nothing but ``keyword``."""
-    return isinstance(node, dict) and constraining_keywords(node) == {keyword}
 
 
 def _bounds_apart(a: Spec, b: Spec, common: frozenset[str]) -> bool:

@@ -18,7 +18,7 @@ from ...automata.json_strings import GOES_ON, MANY_VALUES, string_values
 from ..regex import Automaton, RegexNode
 from .document import Loc
 from .spec import (ANNOTATION_KEYWORDS, Spec, MemberGroup, allowed_types, constraining_keywords, dependency_names,
-                   group_branches, merge_orders, ref_keyword, unknown_keywords)
+                   group_branches, merge_orders, ref_keyword, says_only, unknown_keywords)
 from .strings import encoded_string
 from .values import ALL_TYPES
 from .trees import NOTHING
@@ -437,8 +437,7 @@ def _negated_name(branch: dict) -> str | None:
 
 def _admits_nothing(node: Any) -> bool:
     """Whether a schema surely admits no value: ``false``, ``{"not": {}}``, ``{"not": true}``."""
-    return node is False or (isinstance(node, dict) and constraining_keywords(node) == {"not"}
-                             and (node["not"] is True or node["not"] == {}))
+    return node is False or (says_only(node, "not") and (node["not"] is True or node["not"] == {}))
 
 
 def constraint_kinds(presence: list[MemberGroup]) -> dict[str, list[tuple[Loc, list[tuple[int, int]]]]]:
@@ -583,7 +582,7 @@ def types_outside(node: Any, types: frozenset[str] | None) -> frozenset[str] | N
     """The types of ``types`` (None: all) that ``not: node`` leaves, where ``node`` only
     says ``type`` (None otherwise, or where it takes away integers but not the other
     numbers, which no type set says)."""
-    if not isinstance(node, dict) or constraining_keywords(node) != {"type"}:
+    if not says_only(node, "type"):
         return None
     removed = allowed_types(node["type"])
     if not removed:
@@ -648,10 +647,10 @@ def negated_member(branch: Loc) -> Loc:
     set" (``if: {"not": {"properties": {"basic_auth": {"const": null}}}}``, then the
     others null: JsonSchemaStore prometheus) was a product per conditional."""
     node = branch.node
-    if not isinstance(node, dict) or constraining_keywords(node) != {"not"}:
+    if not says_only(node, "not"):
         return branch
     negated = node["not"]
-    if not isinstance(negated, dict) or constraining_keywords(negated) != {"properties"}:
+    if not says_only(negated, "properties"):
         return branch
     properties = negated["properties"]
     if not isinstance(properties, dict) or len(properties) != 1:

@@ -23,8 +23,8 @@ from .content import JSON_MEDIA_TYPE
 from .document import Loc, SchemaDocument
 
 __all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order", "place_branch",
-           "group_branches", "MemberGroup", "ref_keyword", "constraining_keywords", "Slots", "NO_SLOTS", "TYPES", "ANNOTATION_KEYWORDS",
-           "allowed_types", "VARYING_APPLICATORS", "REF_KEYWORDS"]
+           "group_branches", "MemberGroup", "ref_keyword", "constraining_keywords", "says_only", "Slots", "NO_SLOTS",
+           "TYPES", "ANNOTATION_KEYWORDS", "allowed_types", "VARYING_APPLICATORS", "REF_KEYWORDS"]
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 ANNOTATION_KEYWORDS = {
@@ -441,6 +441,11 @@ def _tighten_counts(spec: Spec, loc: Loc, what: str, low_keyword: str, high_keyw
 def constraining_keywords(node: dict) -> set[str]:
     """The keywords of a schema object other than annotations: what it says of its values."""
     return node.keys() - ANNOTATION_KEYWORDS
+
+
+def says_only(node: Any, keyword: str) -> bool:
+    """Whether ``node`` is a schema object whose one constraining keyword is ``keyword``."""
+    return isinstance(node, dict) and constraining_keywords(node) == {keyword}
 
 
 def ref_keyword(node: dict) -> str | None:
