@@ -407,6 +407,42 @@ def test_numba_construction_matches_reference_on_schema_automata():
     build_labeled_dfa(trees, [False, False, True], second_start=[False, True, False])
 
 
+def test_construction_over_live_moves_equals_pruning_afterwards_on_random_nfas():
+    """``_live_dfa`` (dead moves dropped from the NFA before determinising) against the
+    construction over every move followed by the dead-state search over the table: the
+    same language, every state live (the Python search), and None exactly when the
+    language is empty.  Random NFAs over a few bytes with dead ends, dead loops and
+    epsilon moves into dead states."""
+    import numpy as np
+
+    from constrain.automata.byte_dfa import (_NFA, ByteDFA, _live_dfa, _live_states_reference, _prune_dead,
+                                             _subset_construction)
+
+    rng = np.random.default_rng(5)
+    empties = 0
+    for _ in range(150):
+        nfa = _NFA()
+        n = int(rng.integers(2, 25))
+        nfa.new_states(n)
+        for _ in range(int(rng.integers(0, 2 * n))):
+            nfa.add_eps(int(rng.integers(0, n)), int(rng.integers(0, n)))
+        for _ in range(int(rng.integers(0, 3 * n))):
+            lo = int(rng.integers(97, 101))
+            nfa.add_edge(int(rng.integers(0, n)), lo, lo + int(rng.integers(0, 2)), int(rng.integers(0, n)))
+        start, final = 0, int(rng.integers(0, n))
+        expected = _prune_dead(*_subset_construction(nfa, (start,), {final: 0}))
+        got = _live_dfa(nfa, start, final)
+        assert (got is None) == (expected is None)
+        if got is None:
+            empties += 1
+            continue
+        assert got[0].shape[0] <= expected[0].shape[0]
+        assert _live_states_reference(got[0], got[1] >= 0).all()
+        _assert_same_language(ByteDFA(got[0], got[1] >= 0, got[2][0]),
+                              ByteDFA(expected[0], expected[1] >= 0, expected[2][0]), same_size=False)
+    assert 0 < empties < 150
+
+
 def test_numba_minimisation_matches_reference_on_random_tables():
     """Random partial DFAs (many equivalent states) minimise to the same language and size:
     with a few byte classes, and with dozens where most states are entered on one or two

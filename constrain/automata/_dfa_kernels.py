@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["subset_construction", "live_states", "pair_product", "SUBSET_OVERFLOW", "PRODUCT_OVERFLOW",
-           "PRODUCT_MODES", "json_places"]
+__all__ = ["subset_construction", "moves_into_live", "live_states", "pair_product", "SUBSET_OVERFLOW",
+           "PRODUCT_OVERFLOW", "PRODUCT_MODES", "json_places"]
 
 #: Status returned by :func:`subset_construction` when the DFA state limit is hit.
 SUBSET_OVERFLOW = 1
@@ -169,6 +169,63 @@ def group_by_source(moves, num_states):  # pragma: no cover - compiled
         for j in range(1, width):
             columns[j - 1, i] = moves[order[i], j]
     return ptr.astype(np.int32), columns
+
+
+@njit(cache=True, nogil=True)
+def moves_into_live(eps, edges, accepting):  # pragma: no cover - compiled
+    """``(eps, edges)`` less the moves into NFA states from which no accepting state is
+    reachable (a reverse depth-first search over both kinds of move).
+
+    Determinising what is left makes only live DFA states: a set of NFA states can
+    reach acceptance exactly when one of its members can, and every set the
+    construction makes holds the live target it was made for.  So the dead-state
+    search over the whole ``[states, 256]`` table, and the renumbering after it, are
+    not needed (they were a twentieth of a median schema's compile).
+    """
+    n = accepting.shape[0]
+    k, m = eps.shape[0], edges.shape[0]
+    targets = np.empty(k + m, np.int32)
+    sources = np.empty(k + m, np.int32)
+    for i in range(k):
+        targets[i] = eps[i, 1]
+        sources[i] = eps[i, 0]
+    for i in range(m):
+        targets[k + i] = edges[i, 3]
+        sources[k + i] = edges[i, 0]
+    ptr, preds = _grouped(targets, sources, n, k + m)
+    live = accepting.copy()
+    stack = np.empty(n, np.int32)
+    top = 0
+    for s in range(n):
+        if live[s]:
+            stack[top] = s
+            top += 1
+    while top > 0:
+        top -= 1
+        s = stack[top]
+        for j in range(ptr[s], ptr[s + 1]):
+            p = preds[j]
+            if not live[p]:
+                live[p] = True
+                stack[top] = p
+                top += 1
+    return _rows_into(eps, 1, live), _rows_into(edges, 3, live)
+
+
+@njit(cache=True, nogil=True)
+def _rows_into(moves, column, live):  # pragma: no cover - compiled
+    """The rows of ``moves`` whose ``column`` (a target state) is ``live``, in order."""
+    count = 0
+    for i in range(moves.shape[0]):
+        if live[moves[i, column]]:
+            count += 1
+    kept = np.empty((count, moves.shape[1]), np.int32)
+    count = 0
+    for i in range(moves.shape[0]):
+        if live[moves[i, column]]:
+            kept[count] = moves[i]
+            count += 1
+    return kept
 
 
 @njit(cache=True, nogil=True)

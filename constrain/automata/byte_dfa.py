@@ -146,12 +146,17 @@ class _NFA:
         """A move from ``source`` to ``target`` on any byte in ``lo..hi``."""
         self.edges += (source, lo, hi, target)
 
-    def csr(self) -> "_CSR":
-        """The NFA as CSR arrays (moves grouped by source state, in insertion order)."""
-        from ._dfa_kernels import group_by_source
+    def csr(self, accepting: np.ndarray | None = None) -> "_CSR":
+        """The NFA as CSR arrays (moves grouped by source state, in insertion order).
+
+        With ``accepting`` (a flag per state), moves into states that cannot reach an
+        accepting one are left out (:func:`~._dfa_kernels.moves_into_live`)."""
+        from ._dfa_kernels import group_by_source, moves_into_live
 
         eps = np.asarray(self.eps, dtype=np.int32).reshape(-1, 2)
         edges = np.concatenate([np.asarray(self.edges, dtype=np.int32).reshape(-1, 4), *self.edge_blocks])
+        if accepting is not None:
+            eps, edges = moves_into_live(eps, edges, accepting)
         eps_ptr, (eps_dst,) = group_by_source(eps, self.num_states)
         edge_ptr, (edge_lo, edge_hi, edge_dst) = group_by_source(edges, self.num_states)
         return _CSR(eps_ptr, eps_dst, edge_ptr, edge_lo, edge_hi, edge_dst)
@@ -420,7 +425,7 @@ def _too_many_dfa_states() -> RegexError:
     return RegexError(f"its automaton would have more than {MAX_DFA_STATES:,} states", "", 0)
 
 
-def _subset_construction(nfa: _NFA, starts: tuple[int, ...], finals: dict[int, int]):
+def _subset_construction(nfa: _NFA, starts: tuple[int, ...], finals: dict[int, int], *, live_only: bool = False):
     """Determinise the NFA; returns (trans, labels, start_ids) with -1 for missing bytes.
 
     ``finals`` maps accepting NFA states to a rank; a DFA state's label is the
@@ -428,16 +433,34 @@ def _subset_construction(nfa: _NFA, starts: tuple[int, ...], finals: dict[int, i
     numbered in discovery order, the starts first.  Runs the numba kernel (the
     Python loop over frozensets was most of a JSON Schema's compile time);
     :func:`_subset_construction_reference` is the same algorithm in Python.
+
+    ``live_only`` determinises the NFA less its moves into dead states: every DFA
+    state is then live, except a start whose NFA state is dead (no moves, not
+    accepting); :func:`_live_dfa` is the call that relies on it.
     """
     from ._dfa_kernels import SUBSET_OVERFLOW, subset_construction
 
     rank = np.full(nfa.num_states, -1, dtype=np.int32)
     rank[list(finals)] = list(finals.values())
     trans, labels, start_ids, status = subset_construction(
-        *nfa.csr(), rank, np.asarray(starts, dtype=np.int32), MAX_DFA_STATES)
+        *nfa.csr(rank >= 0 if live_only else None), rank, np.asarray(starts, dtype=np.int32), MAX_DFA_STATES)
     if status == SUBSET_OVERFLOW:
         raise _too_many_dfa_states()
     return trans, labels, tuple(start_ids.tolist())
+
+
+def _live_dfa(nfa: _NFA, start: int, final: int):
+    """``(trans, labels, (start,))``: the NFA from ``start`` to ``final`` determinised with
+    every state live, as :func:`_prune_dead` would leave it (same states, same numbering,
+    or fewer where dead NFA states made two sets differ); None when the language is empty.
+
+    Dead moves are dropped from the NFA before the construction instead of dead states
+    from the DFA after it, so the search runs over the NFA's moves, not the table."""
+    trans, labels, starts = _subset_construction(nfa, (start,), {final: 0}, live_only=True)
+    first = starts[0]
+    if labels[first] < 0 and not (trans[first] >= 0).any():  # the start reaches nothing
+        return None
+    return _owned(trans), labels, starts
 
 
 def _subset_construction_reference(nfa: _NFA, starts: tuple[int, ...], finals: dict[int, int]):
@@ -731,8 +754,7 @@ def build_byte_dfa(tree: RegexNode, pattern: str = "", *, minimize: bool = True)
     nfa = _NFA()
     start, final = nfa.new_state(), nfa.new_state()
     nfa.build(tree, start, final)
-    trans, labels, starts = _subset_construction(nfa, (start,), {final: 0})
-    pruned = _prune_dead(trans, labels, starts)
+    pruned = _live_dfa(nfa, start, final)
     if pruned is None:
         raise EmptyLanguageError(pattern)
     trans, labels, (start_state,) = _minimize(*pruned) if minimize else pruned

@@ -45,7 +45,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ._dfa_kernels import place_block, wired_copies
-from .byte_dfa import ByteDFA, _NFA, _kernel_arrays, _minimize, _prune_dead, _subset_construction
+from .byte_dfa import ByteDFA, _NFA, _kernel_arrays, _live_dfa, _minimize
 from .cache import DiskCache
 from .counted_loops import LongTokens
 from .engine_base import EngineBase, new_exit_memo
@@ -176,8 +176,7 @@ def expand_calls(dfa: ByteDFA, callees: ByteDFA | Mapping[int, ByteDFA]) -> Byte
                 nfa.build_automaton(callee, base + state, base + int(dfa.trans[state, symbol]))
     for state, symbol, target in wide:
         nfa.build_automaton(callees[symbol], base + state, base + target)
-    trans, labels, starts = _subset_construction(nfa, (base + dfa.start,), {final: 0})
-    pruned = _prune_dead(trans, labels, starts)
+    pruned = _live_dfa(nfa, base + dfa.start, final)
     assert pruned is not None  # the callee is not empty, so nothing that was live dies
     trans, labels, (start,) = _minimize(*pruned)
     return ByteDFA(np.ascontiguousarray(trans, dtype=np.int32), labels >= 0, start)
