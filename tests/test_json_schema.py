@@ -2836,3 +2836,16 @@ def test_spec_copies_replace_only_the_fields_named():
     copied.any_of.append("b")
     assert list(spec.required) == ["x"] and spec.any_of == ["a"] and copied == spec.without(
         required={"x": None, "y": None}, any_of=["a", "b"])
+
+
+@pytest.mark.parametrize("text", ["", "name", "é ü 日本", 'quote " and \\ backslash', "\n\r\t\b\f", "\x00\x01\x1f\x7f",
+                                  "\u2028\u2029", "\ud800 lone surrogate", "emoji \U0001F600"])
+def test_encoded_string_is_json_dumps_spelling(text):
+    """Keys and string literals are matched in ``json.dumps(..., ensure_ascii=False)``'s
+    spelling; ``encoded_string`` calls the encoder behind it directly, and must agree with
+    it on every kind of character the string grammar escapes or keeps."""
+    import json
+
+    from constrain.grammar.json_schema.strings import encoded_string
+
+    assert encoded_string(text) == json.dumps(text, ensure_ascii=False)
