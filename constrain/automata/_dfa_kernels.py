@@ -193,22 +193,7 @@ def moves_into_live(eps, edges, accepting):  # pragma: no cover - compiled
         targets[k + i] = edges[i, 3]
         sources[k + i] = edges[i, 0]
     ptr, preds = _grouped(targets, sources, n, k + m)
-    live = accepting.copy()
-    stack = np.empty(n, np.int32)
-    top = 0
-    for s in range(n):
-        if live[s]:
-            stack[top] = s
-            top += 1
-    while top > 0:
-        top -= 1
-        s = stack[top]
-        for j in range(ptr[s], ptr[s + 1]):
-            p = preds[j]
-            if not live[p]:
-                live[p] = True
-                stack[top] = p
-                top += 1
+    live = _reaching(accepting, ptr, preds)
     return _rows_into(eps, 1, live), _rows_into(edges, 3, live)
 
 
@@ -421,17 +406,24 @@ def live_states(trans, accepting):
             dst[num_edges + j] = row_targets[j]
         num_edges += k
     counts, preds = _grouped(dst, src, n, num_edges)
+    return _reaching(accepting, counts, preds)
+
+
+@njit(cache=True, nogil=True)
+def _reaching(accepting, ptr, preds):  # pragma: no cover - compiled
+    """The states from which a state marked in ``accepting`` is reachable, by a depth-first
+    search over the reverse graph (state ``s``'s predecessors are ``preds[ptr[s]:ptr[s + 1]]``)."""
     live = accepting.copy()
-    stack = np.empty(n, np.int32)
+    stack = np.empty(accepting.shape[0], np.int32)
     top = 0
-    for s in range(n):
+    for s in range(accepting.shape[0]):
         if live[s]:
             stack[top] = s
             top += 1
     while top > 0:
         top -= 1
         s = stack[top]
-        for k in range(counts[s], counts[s + 1]):
+        for k in range(ptr[s], ptr[s + 1]):
             p = preds[k]
             if not live[p]:
                 live[p] = True
