@@ -120,6 +120,14 @@ class ValueClasses:
         return self._memo[key]
 
 
+#: A conditional group's state once no branch is open and the rule holds: the condition
+#: and ``then`` met, or the condition failed and ``else`` met, are one state.  With two
+#: they multiplied: 17 dependencies on one member's value (schema dependencies are
+#: conditionals) made 2**17 states of the member graph (JsonSchemaStore
+#: mongodb-atlas-search-index-definition: over a minute, then the NFA limit).
+_IF_HELD = (frozenset({0, 1}), frozenset())
+
+
 @dataclass(frozen=True)
 class Presence:
     """A member group (``rule``: ``"anyOf"``, ``"oneOf"`` or ``"if"`` over if/then/else)
@@ -190,6 +198,8 @@ class Presence:
             alive = met | still
             if not ((0 in alive and 1 in alive) or (0 not in met and 2 in alive)):
                 return None
+            if not still:  # decided, and it holds: one state whichever branches met it
+                return _IF_HELD
             # Only the branch the condition picks still matters: drop the other, so that
             # states that can only end alike are one state.
             unused = 2 if 0 in met else 1 if 0 not in alive else None
