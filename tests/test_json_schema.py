@@ -2874,3 +2874,17 @@ def test_settled_conditionals_are_one_state_however_they_held():
         seen[valid] += 1
         assert dfa.matches(text_of(value).encode()) == valid, value
     assert min(seen.values()) > 50
+
+
+@pytest.mark.parametrize("refusing", [{"not": {}}, {"not": True}])
+def test_extra_members_refused_by_any_spelling_build_the_same_language(refusing):
+    """``additionalProperties`` that no value meets, however it is written, refuses every
+    key no branch lists: the same language as ``false`` (where the key automaton of
+    extra members is skipped), unlisted keys refused and listed ones kept."""
+    from constrain.automata.dfa_ops import difference
+
+    base = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a"]}
+    closed = schema_to_dfa({**base, "additionalProperties": False}).dfa
+    other = schema_to_dfa({**base, "additionalProperties": refusing}).dfa
+    assert difference(closed, other) is None and difference(other, closed) is None
+    assert other.matches(b'{"a": 1, "b": "x"}') and not other.matches(b'{"a": 1, "c": 2}')

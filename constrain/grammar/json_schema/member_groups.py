@@ -17,8 +17,8 @@ from ...automata.member_sets import MemberRule
 from ...automata.json_strings import GOES_ON, MANY_VALUES, string_values
 from ..regex import Automaton, RegexNode
 from .document import Loc
-from .spec import (ANNOTATION_KEYWORDS, Spec, MemberGroup, allowed_types, constraining_keywords, dependency_names,
-                   group_branches, merge_orders, ref_keyword, says_only, unknown_keywords)
+from .spec import (ANNOTATION_KEYWORDS, Spec, MemberGroup, admits_nothing, allowed_types, constraining_keywords,
+                   dependency_names, group_branches, merge_orders, ref_keyword, says_only, unknown_keywords)
 from .strings import encoded_string
 from .values import ALL_TYPES
 from .trees import NOTHING
@@ -427,14 +427,14 @@ def _constrained_names(branch: dict) -> list[str]:
     """The members whose values a member-wise branch constrains (``{}``/``true`` do not,
     and a schema no value meets excludes the member instead: :func:`_excluded_names`)."""
     return [name for name, sub in branch.get("properties", {}).items()
-            if sub is not True and sub != {} and not _admits_nothing(sub)]
+            if sub is not True and sub != {} and not admits_nothing(sub)]
 
 
 def _excluded_names(branch: dict) -> list[str]:
     """The members a member-wise branch forbids: those whose schema no value meets
     (``false``, ``{"not": {}}``: a dependency "x excludes y"), and the one name of
     ``not: {"required": [name]}``."""
-    names = [name for name, sub in branch.get("properties", {}).items() if _admits_nothing(sub)]
+    names = [name for name, sub in branch.get("properties", {}).items() if admits_nothing(sub)]
     negated = _negated_name(branch)
     return names + ([negated] if negated is not None and negated not in names else [])
 
@@ -443,11 +443,6 @@ def _negated_name(branch: dict) -> str | None:
     """The name of a branch's ``not: {"required": [name]}`` (``type: "object"`` too), else None."""
     names = _required_names(branch["not"]) if "not" in branch else None
     return names[0] if names is not None and len(names) == 1 else None
-
-
-def _admits_nothing(node: Any) -> bool:
-    """Whether a schema surely admits no value: ``false``, ``{"not": {}}``, ``{"not": true}``."""
-    return node is False or (says_only(node, "not") and (node["not"] is True or node["not"] == {}))
 
 
 def constraint_kinds(presence: list[MemberGroup]) -> dict[str, list[tuple[Loc, list[tuple[int, int]]]]]:

@@ -25,7 +25,7 @@ from .member_groups import (Dependency, Presence, ValueClasses, chosen_classes, 
                             extra_key_count, implied_by, is_member_wise, member_names, member_rule, negated_member,
                             presence_positions)
 from .numbers import PLAIN
-from .spec import KeyRule, MemberGroup, NO_SLOTS, Slots, Spec, group_branches
+from .spec import KeyRule, MemberGroup, NO_SLOTS, Slots, Spec, admits_nothing, group_branches
 from .strings import any_string_dfa, encoded_string
 from .trees import EMPTY, NOTHING, alt, separated_loop, seq
 from .values import key_classes, pattern_key_dfa, search_name
@@ -297,11 +297,11 @@ class ObjectEmission:
         """(key language, value language) classes for members not listed in properties:
         one per set of patterns a key can match together (see :func:`key_classes`).
 
-        No classes where a merged branch says ``"additionalProperties": false`` with no
-        ``patternProperties``: it refuses every key no branch lists, so the key automaton
-        (any string less the listed names) would be built for nothing; a third of the
-        objects of median schemas are written so."""
-        if any(rule.additional is not None and rule.additional.node is False and not rule.patterns
+        No classes where a merged branch says ``"additionalProperties": false`` (or another
+        schema no value meets) with no ``patternProperties``: it refuses every key no branch
+        lists, so the key automaton (any string less the listed names) would be built for
+        nothing; a third of the objects of median schemas are written so."""
+        if any(rule.additional is not None and admits_nothing(rule.additional.node) and not rule.patterns
                for rule in spec.key_rules):
             return []
         patterns = [(pattern, loc, index) for index, rule in enumerate(spec.key_rules) for pattern, loc in rule.patterns]

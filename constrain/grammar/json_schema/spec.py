@@ -23,8 +23,8 @@ from .content import JSON_MEDIA_TYPE
 from .document import Loc, SchemaDocument
 
 __all__ = ["Spec", "KeyRule", "SpecWalk", "spec_of", "copy_spec", "merge_orders", "absorption_order", "place_branch",
-           "group_branches", "MemberGroup", "ref_keyword", "constraining_keywords", "says_only", "Slots", "NO_SLOTS",
-           "TYPES", "ANNOTATION_KEYWORDS", "allowed_types", "VARYING_APPLICATORS", "REF_KEYWORDS"]
+           "group_branches", "MemberGroup", "ref_keyword", "constraining_keywords", "says_only", "admits_nothing",
+           "Slots", "NO_SLOTS", "TYPES", "ANNOTATION_KEYWORDS", "allowed_types", "VARYING_APPLICATORS", "REF_KEYWORDS"]
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 ANNOTATION_KEYWORDS = {
@@ -446,6 +446,11 @@ def constraining_keywords(node: dict) -> set[str]:
 def says_only(node: Any, keyword: str) -> bool:
     """Whether ``node`` is a schema object whose one constraining keyword is ``keyword``."""
     return isinstance(node, dict) and constraining_keywords(node) == {keyword}
+
+
+def admits_nothing(node: Any) -> bool:
+    """Whether a schema surely admits no value: ``false``, ``{"not": {}}``, ``{"not": true}``."""
+    return node is False or (says_only(node, "not") and (node["not"] is True or node["not"] == {}))
 
 
 def ref_keyword(node: dict) -> str | None:
