@@ -229,30 +229,37 @@ class _Text(NamedTuple):
 _START = _Text()
 
 
-def _lexed(text: _Text, byte: int) -> _Text:
-    """The record after one more byte of a JSON text."""
-    if text.string is not None:
-        if text.escaped or byte != _QUOTE:
+def _lexed(text: _Text, byte: int, items: tuple | None) -> _Text:
+    """The record after one more byte of a JSON text, ``items`` its unique arrays' record.
+
+    Records are built whole (a byte of a member's text is one tuple, not a
+    ``_replace`` per changed field): simulating suspect tokens steps thousands of
+    bytes per mask inside any-order objects, and ``_replace`` was a third of it."""
+    containers, expecting_key, string, escaped, key, _ = text
+    if string is not None:
+        if escaped or byte != _QUOTE:
             # Only keys are kept (a unique array's items are in ``items``): a value's text
             # stays b"", so records inside values are equal whatever they hold, and
             # their steps are shared (:meth:`MemberSetAutomaton.step`).
-            string = text.string + bytes((byte,)) if text.key else text.string
-            return text._replace(string=string, escaped=byte == _BACKSLASH and not text.escaped)
-        if text.key:
-            containers = text.containers[:-1] + (text.containers[-1] | {text.string},)
-            return _Text(containers, False)
-        return _Text(text.containers, False)
+            if key:
+                string += bytes((byte,))
+            return _Text(containers, expecting_key, string, byte == _BACKSLASH and not escaped, key, items)
+        if key:
+            containers = containers[:-1] + (containers[-1] | {string},)
+        return _Text(containers, False, None, False, False, items)
     if byte == _QUOTE:
-        return text._replace(string=b"", key=text.expecting_key)
+        return _Text(containers, expecting_key, b"", escaped, expecting_key, items)
     if byte == _OPEN_OBJECT:
-        return _Text(text.containers + (frozenset(),), True)
+        return _Text(containers + (frozenset(),), True, None, False, False, items)
     if byte == _OPEN_ARRAY:
-        return _Text(text.containers + (None,), False)
+        return _Text(containers + (None,), False, None, False, False, items)
     if byte in (_CLOSE_OBJECT, _CLOSE_ARRAY):
-        return _Text(text.containers[:-1], False)
+        return _Text(containers[:-1], False, None, False, False, items)
     if byte == _COMMA:
-        return text._replace(expecting_key=text.keys is not None)
-    return text
+        expecting_key = bool(containers) and containers[-1] is not None
+    elif items is text.items:
+        return text
+    return _Text(containers, expecting_key, string, escaped, key, items)
 
 
 _UNKNOWN = object()  # a step not taken yet (None is a step that leaves the language)
@@ -381,12 +388,12 @@ class MemberSetAutomaton(ByteReader):
             closed = self._kept(closed, lambda rule, role: role != LEVEL or self.rules[rule].closes(written))
         elif text.key and not text.escaped and byte == _QUOTE and (self.grouped or text.string in written):
             closed = self._kept(closed, lambda rule, role: role != KEY or self.may_write(rule, written, text.string))
-        after = _lexed(text, byte)
         unique = self.unique
+        items = text.items
         if unique is not None:
-            items, repeated = unique.track(text.items, byte)
+            items, repeated = unique.track(items, byte)
             closed = unique.before(closed, items, byte, repeated)
-            after = after._replace(items=items)
+        after = _lexed(text, byte, items)
         moved = self.pda.move(closed, byte)
         keys = after.keys
         if moved and keys is not None and (keys or self.grouped):
@@ -396,8 +403,10 @@ class MemberSetAutomaton(ByteReader):
                 moved = self._moved_kept(moved, KEY_ESCAPED if after.escaped else KEY, lambda rule, state: self._key_open(
                     rule, state, after.string, after.escaped, keys))
         if unique is not None:
-            moved = unique.after(moved, after.items)
-            after = after._replace(items=unique.recorded(moved, after.items))
+            moved = unique.after(moved, items)
+            recorded = unique.recorded(moved, items)
+            if recorded is not items:
+                after = after._replace(items=recorded)
         return (moved, after) if moved else None
 
     def blocked(self, rule: int, written: frozenset[bytes]) -> frozenset[bytes]:

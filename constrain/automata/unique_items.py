@@ -327,33 +327,31 @@ class ScalarEnds:
 
 def tracked_items(track: ItemTrack, byte: int) -> tuple[ItemTrack, bool]:
     """The track after ``byte`` and whether that byte closed a string the innermost array
-    already holds."""
-    if track.string is not None:
-        if track.escaped:
-            return track._replace(string=_grown(track, bytes((byte,))), escaped=False), False
-        if byte == _BACKSLASH:
-            return track._replace(string=_grown(track, b"\\"), escaped=True), False
-        if byte != _QUOTE:
-            return track._replace(string=_grown(track, bytes((byte,)))), False
-        written, value = track.written, track.string
+    already holds.
+
+    An open string grows only where it is written directly in an array, whose items are
+    compared; elsewhere only that a string is open matters, so it stays ``b""`` and the
+    track repeats (the same object while nothing changes): a long text in a member
+    otherwise made every mask inside it a new state, simulated afresh (150 µs a token
+    against 2).  Tracks are built whole, not by ``_replace``: suspect tokens are
+    simulated byte by byte, and ``_replace`` costs three times a tuple's construction."""
+    written, string, escaped, scalars, scalar = track
+    if string is not None:
+        if escaped or byte != _QUOTE:
+            escaping = not escaped and byte == _BACKSLASH
+            if written is None:
+                return (track if escaping == escaped else ItemTrack(None, string, escaping, scalars, scalar)), False
+            return ItemTrack(written, string + bytes((byte,)), escaping, scalars, scalar), False
         if written is None:
-            return track._replace(string=None), False
-        return track._replace(string=None, written=written | {value}), value in written
+            return ItemTrack(None, None, False, scalars, scalar), False
+        return ItemTrack(written | {string}, None, False, scalars, scalar), string in written
     if byte == _QUOTE:
-        return track._replace(string=b""), False
+        return ItemTrack(written, b"", escaped, scalars, scalar), False
     if byte == _OPEN_ARRAY:
         return ItemTrack(frozenset()), False
     if byte in _OTHER_BRACKETS:  # inside an object, or back in a container that held one
         return NO_ITEMS, False
     return track, False
-
-
-def _grown(track: ItemTrack, data: bytes) -> bytes:
-    """The open string of ``track`` after ``data``: as written directly in an array, whose
-    items are compared; elsewhere only that a string is open matters, so it stays
-    ``b""`` and the state repeats (a long text in a member otherwise made every mask
-    inside it a new state, simulated afresh: 150 µs a token against 2)."""
-    return track.string if track.written is None else track.string + data
 
 
 def tracked_scalars(track: ItemTrack, byte: int) -> tuple[ItemTrack, bool]:
