@@ -56,6 +56,8 @@ class ByteDFA:
     start: int
     _rows: list = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
     _runs: np.ndarray = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    _run_tuples: list = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    _accepting_states: list = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     @property
     def num_states(self) -> int:
@@ -103,6 +105,17 @@ class ByteDFA:
 
             object.__setattr__(self, "_runs", byte_runs(_kernel_arrays(self.trans, self.accepting)[0]))
         return self._runs
+
+    def _run_list(self) -> list[tuple[int, int, int, int]]:
+        """:meth:`run_table` as a list of tuples (memoised: small DFAs are wired from it)."""
+        if self._run_tuples is None:
+            object.__setattr__(self, "_run_tuples", [tuple(run) for run in self.run_table().tolist()])
+        return self._run_tuples
+
+    def _accepting_list(self) -> list[int]:
+        if self._accepting_states is None:
+            object.__setattr__(self, "_accepting_states", np.flatnonzero(self.accepting).tolist())
+        return self._accepting_states
 
     def _python_rows(self) -> list:
         """``trans`` as nested lists: indexing them is ~5x faster than numpy scalars."""
@@ -180,7 +193,14 @@ class _NFA:
         self.build_automaton(node.dfa, start, end)
 
     def build_automaton(self, dfa: "ByteDFA", start: int, end: int) -> None:
-        """Wire a copy of ``dfa`` between ``start`` and ``end`` (one NFA state per DFA state)."""
+        """Wire a copy of ``dfa`` between ``start`` and ``end`` (one NFA state per DFA state).
+
+        A call marker (two or three states) is wired move by move: a large object calls
+        its separators thousands of times, and the numpy copy of the run table cost
+        twenty times as much per call."""
+        if dfa.num_states <= _FEW_STATES:
+            self.build_few(dfa, start, end)
+            return
         base = self.new_states(dfa.num_states)
         self.add_eps(start, base + dfa.start)
         for state in np.flatnonzero(dfa.accepting).tolist():
@@ -189,6 +209,16 @@ class _NFA:
         runs[:, 0] += base
         runs[:, 3] += base
         self.edge_blocks.append(runs)
+
+    def build_few(self, dfa: "ByteDFA", start: int, end: int) -> None:
+        """:meth:`build_automaton` for a DFA of a few states, in Python."""
+        base = self.new_states(dfa.num_states)
+        eps, edges = self.eps, self.edges
+        eps += (start, base + dfa.start)
+        for state in dfa._accepting_list():
+            eps += (base + state, end)
+        for source, lo, hi, target in dfa._run_list():
+            edges += (base + source, lo, hi, base + target)
 
     def build_graph(self, graph: "Graph", start: int, end: int) -> None:
         """Wire a :class:`Graph`: one NFA state per graph state, each edge its sub-tree."""
@@ -313,6 +343,9 @@ def _ascii_ranges(node: RegexNode) -> tuple | None:
         return node.ranges
     return None
 
+
+#: DFAs of at most this many states are wired into an NFA move by move (:meth:`_NFA.build_few`).
+_FEW_STATES = 4
 
 #: The codes :func:`_utf8_plan` writes for the fragment's own start and end states.
 _START, _END = -1, -2

@@ -93,10 +93,15 @@ def call_marker(symbol: int = CALL) -> ByteDFA:
 
 def wide_calls(trans: np.ndarray) -> list[tuple[int, int, int]]:
     """``(state, symbol, return state)`` of every wide call move (:data:`WIDE_CALL`, id) in ``trans``."""
-    callers = np.flatnonzero(trans[:, WIDE_CALL] >= 0)
-    rows = trans[trans[callers, WIDE_CALL]]  # each caller's middle state: its moves are the ids
-    which, ids = np.nonzero(rows >= 0)  # by caller, then id
-    return list(zip(callers[which].tolist(), (ids + WIDE_SYMBOLS[0]).tolist(), rows[which, ids].tolist()))
+    return list(zip(*(column.tolist() for column in wide_call_arrays(trans))))
+
+
+def wide_call_arrays(trans: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`wide_calls` as three arrays: calling states, symbols, return states."""
+    from ._dfa_kernels import wide_call_moves
+
+    states, ids, targets = wide_call_moves(np.ascontiguousarray(trans, dtype=np.int32), WIDE_CALL, len(WIDE_SYMBOLS))
+    return states, ids + WIDE_SYMBOLS[0], targets
 
 
 def without_symbols(trans: np.ndarray, symbols) -> np.ndarray:
@@ -122,7 +127,7 @@ def called_symbols(dfa: ByteDFA) -> frozenset[int]:
         used = (dfa.trans[:, CALL_SYMBOLS] >= 0).any(axis=0)
         found = frozenset(symbol for symbol, hit in zip(CALL_SYMBOLS, used.tolist()) if hit)
         if (dfa.trans[:, WIDE_CALL] >= 0).any():
-            found |= {symbol for _, symbol, _ in wide_calls(dfa.trans)}
+            found |= set(wide_call_arrays(dfa.trans)[1].tolist())
         _CALLED[dfa] = found
     return found
 
@@ -305,13 +310,17 @@ def _stacked(blocks: Sequence[ByteDFA], offsets: Sequence[int],
         unknown |= place_block(table, _kernel_arrays(block.trans, block.accepting)[0], lo, narrow_column,
                                _FIRST_SYMBOL, call_ret)
     missing = [hex(symbol) for j, symbol in enumerate(CALL_SYMBOLS) if unknown >> j & 1]
-    wide = wide_calls(table)
-    missing += sorted({hex(symbol) for _, symbol, _ in wide if symbol not in column_of})
+    states, wide_symbols, rets = wide_call_arrays(table)
+    wide_column = np.full(len(WIDE_SYMBOLS), -1, dtype=np.int64)
+    for symbol, column in column_of.items():
+        if symbol in WIDE_SYMBOLS:
+            wide_column[symbol - WIDE_SYMBOLS[0]] = column
+    columns = wide_column[wide_symbols - WIDE_SYMBOLS[0]]
+    missing += sorted({hex(symbol) for symbol in wide_symbols[columns < 0].tolist()})
     if missing:
         raise ValueError(f"the DFA calls symbols no callee stands for: {', '.join(missing)}")
-    for state, symbol, ret in wide:
-        call_ret[state, column_of[symbol]] = ret
-        table[state, WIDE_CALL] = -1  # (the id bytes after it are then never reached)
+    call_ret[states, columns] = rets
+    table[states, WIDE_CALL] = -1  # (the id bytes after it are then never reached)
     return table, call_ret
 
 
@@ -384,17 +393,15 @@ class PushdownDFA(ByteReader):
         self.callee_starts = np.array([off + b.start for b, off in zip(blocks[1:], offsets[1:-1])], dtype=np.int32)
         #: >= 0 where a state calls some callee (the guard of the trie walks).
         self.calls = (self.call_ret.max(axis=1) if symbols else np.full(len(table), -1)).astype(np.int32)
-        callers, columns = np.nonzero(self.call_ret >= 0)  # by state, then by callee
         self.trans = table  # without the call moves (see _stacked)
         self.accepting = np.concatenate([b.accepting for b in blocks])
         for start in self.callee_starts.tolist():
             if self.calls[start] >= 0 or self.accepting[start]:
                 raise ValueError("a callee must start with a byte (its start state can neither call nor accept)")
         self.stride = int(table.shape[0])
-        self._calls_of: list[tuple] = [()] * self.stride
-        for state, ret, start in zip(callers.tolist(), self.call_ret[callers, columns].tolist(),
-                                     self.callee_starts[columns].tolist()):
-            self._calls_of[state] += ((ret, start),)
+        #: Per calling state, its (return state, callee start) pairs: read from ``call_ret``
+        #: on first use (a large schema's separators are calls at thousands of states).
+        self._calls_of: dict[int, tuple] = {}
         self._accept_list = self.accepting.tolist()
         self._closures = BoundedMemo(MAX_CLOSURES)  # configurations -> their closure
         self._loops: list[tuple[int, int]] = []  # (entry, exit_at) per counted callee
@@ -441,7 +448,7 @@ class PushdownDFA(ByteReader):
 
     def _closure(self, configs: tuple) -> list[tuple]:
         """:meth:`closure`, computed."""
-        calls, acc, stride = self._calls_of, self._accept_list, self.stride
+        acc, stride = self._accept_list, self.stride
         out: list[tuple] = []
         seen: set[tuple] = set()
         todo = list(configs)
@@ -454,11 +461,24 @@ class PushdownDFA(ByteReader):
             cur = config[-1]
             if cur >= stride:  # inside a counted loop: no call, no end
                 continue
-            for ret, start in calls[cur]:
+            for ret, start in self._calls_at(cur):
                 todo.append(config[:-1] + (ret, start))
             if len(config) > 1 and acc[cur]:
                 todo.append(config[:-1])
         return out
+
+    def _calls_at(self, state: int) -> tuple:
+        """The (return state, callee start) pairs of the calls ``state`` may make (by callee)."""
+        found = self._calls_of.get(state)
+        if found is None:
+            if self.calls[state] < 0:
+                found = ()
+            else:
+                row = self.call_ret[state]
+                columns = np.flatnonzero(row >= 0)
+                found = tuple(zip(row[columns].tolist(), self.callee_starts[columns].tolist()))
+            self._calls_of[state] = found
+        return found
 
     def step(self, state: tuple, byte: int) -> tuple:
         """The state after one byte (empty: the text left the language)."""
