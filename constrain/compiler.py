@@ -263,8 +263,10 @@ class Compiler:
             ``None`` (default): free-form values (``{}``, ``true``,
             ``additionalProperties: true``) nest without bound, through a call into
             one shared any-value automaton (the compiled grammar is then not
-            regular; see :mod:`constrain.automata.pushdown`).  An integer bounds
-            their nesting instead and keeps the language one DFA (DINGO needs that).
+            regular; see :mod:`constrain.automata.pushdown`), as are recursive
+            definitions, long strings' counts and, in flexible whitespace, the commas
+            of arrays counted to 8 items or more.  An integer bounds free-form
+            nesting instead and keeps the language one DFA (DINGO needs that).
             Inside ``not``/``oneOf``/``if``/``contains`` operands they nest at most
             3 deep either way (deeper ones are refused, on the safe side as for
             ``max_recursion``).

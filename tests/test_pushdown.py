@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import jsonschema
 import numpy as np
@@ -104,6 +105,8 @@ MANY_ITEMS = {"type": "array", "minItems": 2, "maxItems": 200, "items": {
 REPEATED_SHORT = {"type": "object", "additionalProperties": False, "properties": {
     "a": {"type": "string", "maxLength": 100},
     "list": {"type": "array", "minItems": 1, "maxItems": 20, "items": {"type": "string", "minLength": 1, "maxLength": 255}}}}
+# Past SEPARATOR_CALL_MIN items: the commas between them are calls into one callee.
+COUNTED_STRINGS = {"type": "array", "items": {"type": "string", "maxLength": 2}, "minItems": 2, "maxItems": 12}
 CHARS = ["a", " ", "é", "😀", "\n", '"', "\\", "\u0001", "ab"]
 
 
@@ -219,6 +222,11 @@ WALKS = [
     (WORDS_100, b'{"q": "one two three', 23),
     (WORDS_10, b'{"q": "w1 w2 w3 w4 w5 w6 w7 w8 w', 24),
     (WORDS_10, b'{"q": "w1 w2 w3 w4 w5 w6', 25),
+    # a counted array's comma as a call: inside its whitespace, one item short of the
+    # bound, and at the bound (only the closing bracket is left)
+    (COUNTED_STRINGS, b'["ab" , \n', 26),
+    (COUNTED_STRINGS, b'["a"' + b', "b"' * 10 + b' ', 27),
+    (COUNTED_STRINGS, b'["a"' + b',"b"' * 11, 28),
 ]
 
 
@@ -332,6 +340,65 @@ def test_expand_calls_replaces_wide_calls_too():
     assert not has_calls(expanded)
     assert difference(expanded, inlined) is None and difference(inlined, expanded) is None
     assert expanded.matches(b"[ab,n;c]") and not expanded.matches(b"[ab,n;\xc1\x03]")
+
+
+# Arrays counted past SEPARATOR_CALL_MIN call one shared "ws , ws" callee between items.
+COUNTED_ARRAYS = [
+    {"type": "array", "items": {"type": "integer"}, "maxItems": 9},
+    {"type": "array", "items": {"type": "string", "maxLength": 2}, "minItems": 2, "maxItems": 12},
+    {"type": "array", "prefixItems": [{"const": "x"}], "items": {"type": "boolean"}, "maxItems": 10},
+    {"type": "object", "properties": {"a": {"type": "array", "items": {"enum": [1, "b"]}, "maxItems": 8},
+                                      "n": {"type": "array", "items": {"type": "array", "items": {"type": "null"},
+                                                                       "maxItems": 20}, "minItems": 16}}},
+]
+
+
+def _spaced_json(value, rng: random.Random) -> str:
+    """``value`` in JSON with a random whitespace run (sometimes past the bound of 12) at
+    every place between two tokens."""
+    def ws() -> str:
+        return "".join(rng.choice(" \t\n\r") for _ in range(rng.choice([0, 0, 1, 2, 5, 12, 13])))
+    if isinstance(value, list):
+        inner = (ws() + "," + ws()).join(_spaced_json(v, rng) for v in value) if value else ""
+        return "[" + ws() + inner + ws() + "]"
+    if isinstance(value, dict):
+        inner = (ws() + "," + ws()).join(json.dumps(k) + ws() + ":" + ws() + _spaced_json(v, rng) for k, v in value.items())
+        return "{" + ws() + inner + ws() + "}"
+    return json.dumps(value)
+
+
+def _counted_array_values(schema: dict, rng: random.Random):
+    """Random values around ``schema``'s counts: right and wrong lengths and items."""
+    if schema["type"] == "object":
+        return {"a": [rng.choice([1, "b", 2]) for _ in range(rng.randint(6, 10))],
+                "n": [[None] * rng.randint(0, 21) for _ in range(rng.randint(14, 18))]}
+    items = schema.get("maxItems", 10) + 2
+    pick = {"integer": lambda: rng.choice([0, -3, 17, "1"]), "string": lambda: rng.choice(["", "ab", "abc", 1]),
+            "boolean": lambda: rng.choice([True, False, None])}[schema["items"]["type"]]
+    head = [rng.choice(["x", "y"])] if "prefixItems" in schema else []
+    return head + [pick() for _ in range(rng.randint(0, items))]
+
+
+@pytest.mark.parametrize("schema", COUNTED_ARRAYS, ids=[str(i) for i in range(len(COUNTED_ARRAYS))])
+def test_counted_arrays_calling_their_comma_keep_the_language(schema, monkeypatch):
+    """An array counted to SEPARATOR_CALL_MIN items or more calls the comma callee (its
+    whitespace runs are bounded there, not copied at every position); its language is
+    the one the inline commas give, and what jsonschema and the whitespace bound say."""
+    from constrain.grammar.json_schema import callees
+
+    called = schema_to_dfa(schema)
+    monkeypatch.setattr(callees, "SEPARATOR_CALL_MIN", 1 << 30)
+    inline = schema_to_dfa(schema)
+    assert len(called.recursive) == len(inline.recursive) + 1  # the comma's callee
+    assert called.dfa.num_states < inline.dfa.num_states
+    rng = random.Random(len(json.dumps(schema)))
+    validator = jsonschema.Draft202012Validator(schema)
+    runs = re.compile(r"[ \t\n\r]{13}")
+    for _ in range(400):
+        value = _counted_array_values(schema, rng)
+        text = _spaced_json(value, rng)
+        expected = validator.is_valid(value) and not runs.search(text)
+        assert called.automaton.matches(text.encode()) == expected == inline.automaton.matches(text.encode()), text
 
 
 def test_integer_max_any_depth_keeps_one_dfa(infos):
@@ -967,12 +1034,18 @@ def _items_agree_with_jsonschema(schema: dict, language, wrap=lambda items: item
     assert any(verdicts) and not all(verdicts)
 
 
+def _item_callee(language) -> tuple[int, "ByteDFA"]:
+    """The symbol and body of an array item's callee (beside the callee of its commas)."""
+    (found,) = ((symbol, body) for symbol, body in language.recursive.items() if not body.matches(b","))
+    return found
+
+
 def test_many_items_of_a_large_automaton_are_calls():
     """``maxItems: 200`` of an object with a 40-character string would be 200 copies of
     the object's automaton; the item is one callee and each copy one call, and counts
     around both bounds and a flawed last item agree with ``jsonschema``."""
     language = schema_to_dfa(MANY_ITEMS)
-    (body,) = language.recursive.values()
+    _, body = _item_callee(language)
     assert language.dfa.num_states < 200 * body.num_states // 10  # a call per position, not a copy
     _items_agree_with_jsonschema(MANY_ITEMS, language)
 
@@ -983,7 +1056,7 @@ def test_many_required_items_of_a_large_automaton_are_calls():
     counts around the bound agree with ``jsonschema``."""
     schema = {key: value for key, value in MANY_ITEMS.items() if key != "maxItems"} | {"minItems": 200}
     language = schema_to_dfa(schema)
-    (body,) = language.recursive.values()
+    _, body = _item_callee(language)
     assert language.dfa.num_states < 200 * body.num_states // 10
     _items_agree_with_jsonschema(schema, language)
 
@@ -998,7 +1071,7 @@ def test_many_items_past_the_narrow_call_symbols_take_a_wide_one(infos):
     schema = {"type": "object", "properties": {**strings, "items": MANY_ITEMS}, "required": ["items"],
               "additionalProperties": False}
     language = schema_to_dfa(schema)
-    (symbol, body), = ((s, b) for s, b in language.recursive.items())
+    symbol, body = _item_callee(language)
     assert symbol in WIDE_SYMBOLS and language.dfa.num_states < 200 * body.num_states // 10
     _items_agree_with_jsonschema(schema, language, lambda items: {"s0": "x", "items": items})
     matcher = Matcher(Compiler(infos("llama-3"), cache_dir=False).compile_json_schema(schema))

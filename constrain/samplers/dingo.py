@@ -182,8 +182,8 @@ class DingoTable:
         ------
         NonRegularConstraintError
             When ``compiled`` is not regular (a Lark grammar, or a JSON Schema compiled
-            without ``max_any_depth`` whose free-form values, recursive definitions or
-            length-counted strings are calls): DINGO needs a DFA.
+            without ``max_any_depth`` whose free-form values, recursive definitions,
+            length-counted strings or long arrays' commas are calls): DINGO needs a DFA.
         """
         from ..automata.token_dfa import TokenDFA
 
@@ -191,7 +191,8 @@ class DingoTable:
         if not isinstance(engine, TokenDFA) and compiled.kind == "json_schema":
             raise NonRegularConstraintError(
                 "Invalid constraint for DINGO: expected a regular language, got a JSON Schema compiled to a "
-                "pushdown automaton (free-form values, recursive definitions or length-counted strings as calls); "
+                "pushdown automaton (free-form values, recursive definitions, length-counted strings or long arrays' "
+                "commas as calls); "
                 "compile it with compile_json_schema(..., max_any_depth=N) to keep one DFA"
             )
         if not isinstance(engine, TokenDFA):

@@ -63,12 +63,14 @@ class ArrayEmission:
             if len(spec.contains) > 1:
                 self._not_exact(spec.contains[1][0].pointer, "contains", "only one contains per array is supported")
             prefix, rest, contains = self._contained_items(spec, rest_locs, chain, unevaluated)
+            separator = None
         else:
             slots = spec.slots.items or NO_SLOTS
             prefix = [self.value_of(locs, chain, slots) for locs in spec.prefix_items]
             copies = spec.max_items if spec.max_items is not None else spec.min_items
             rest, contains = self._repeated_items(rest_locs, chain, slots, copies), None
-        graph = items_graph(prefix, rest, spec.min_items, spec.max_items, contains, self.layout)
+            separator = self._items_separator(slots, max(len(prefix), copies or 0))
+        graph = items_graph(prefix, rest, spec.min_items, spec.max_items, contains, self.layout, separator)
         if graph is NOTHING:
             return NOTHING
         return seq(self.layout.opening("["), graph, self.layout.closing("]"))

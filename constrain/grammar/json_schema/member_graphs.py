@@ -242,15 +242,17 @@ def distinct_items_graph(positions: list[dict[str, RegexNode]], min_items: int, 
     return builder.graph(start, lambda key: min_items <= len(key[1]) and (max_items is None or len(key[1]) <= max_items))
 
 
-def items_graph(prefix, rest, min_items: int, max_items: int | None, contains, layout: Layout) -> RegexNode:
+def items_graph(prefix, rest, min_items: int, max_items: int | None, contains, layout: Layout,
+                separator: RegexNode | None = None) -> RegexNode:
     """Array items: position-specific schemas, then the rest; optional ``contains`` counting,
     given as (the language an item counted meets, the language an item not counted misses,
-    low, high): the two differ where the context's depth cuts do (see ``_contained_items``)."""
+    low, high): the two differ where the context's depth cuts do (see ``_contained_items``).
+    ``separator``: the comma to write (the layout's by default)."""
     hit_dfa, miss_dfa, low_c, high_c = contains if contains is not None else (None, None, 0, None)
     c_cap = max(low_c, (high_c + 1) if high_c is not None else 0)
     positions = len(prefix)
     cap = max(positions, min_items, (max_items + 1) if max_items is not None else 0) + 1
-    builder = _GraphBuilder(layout.comma())
+    builder = _GraphBuilder(layout.comma() if separator is None else separator)
     pieces_memo: dict[int, list] = {}
 
     def pieces(count: int):
