@@ -299,6 +299,39 @@ def test_rows_keyed_by_reach_equal_rows_of_whole_stacks(infos):
         assert np.array_equal(engine.mask_words(here), whole.mask_words(here)), suffix
 
 
+# Recursion through counted arrays, whose commas are calls: frames of three callees.
+LISTED_TREE = {"$defs": {"node": {"type": "object", "additionalProperties": False, "properties": {
+    "v": {"type": "integer"}, "kids": {"type": "array", "maxItems": 9, "items": {"$ref": "#/$defs/node"}}}}},
+    "$ref": "#/$defs/node"}
+
+
+def _listed_tree(depth: int, rng: random.Random) -> dict:
+    node = {"v": rng.randint(0, 99)}
+    if depth:
+        node["kids"] = [_listed_tree(depth - 1, rng) for _ in range(rng.randint(1, 3))]
+    return node
+
+
+def test_rows_keyed_by_reach_equal_rows_of_whole_stacks_through_comma_calls(infos):
+    """The reach counts only bytes that complete a callee's value (a comma's callee stays
+    complete through the whitespace after it, which no longer counts); at every place of
+    deep documents, rows keyed by it equal rows of the whole stack."""
+    info = infos("llama-3")
+    engine = Compiler(info, cache_dir=False).compile_json_schema(LISTED_TREE).engine
+    whole = TokenPDA(engine.automaton, info)
+    whole.reach = 1 << 30
+    assert engine.reach < 40  # the longest run of spaces in a token is 128 bytes
+    rng = random.Random(3)
+    for separators in ((", ", ": "), (",", ":"), (" ,\n", " :\t")):
+        text = json.dumps(_listed_tree(6, rng), separators=separators).encode()
+        state = engine.initial_state
+        for k, byte in enumerate(text):
+            state = engine.automaton.step(state, byte)
+            assert state, text[:k + 1]
+            if max(len(config) for config in state) > 3 and k % 3 == 0:
+                assert np.array_equal(engine.mask_words(state), whole.mask_words(state)), text[:k + 1]
+
+
 def test_products_expand_calls_to_the_operand_depth():
     """``not``/``oneOf`` operands are products over bytes: their free-form values are expanded."""
     schema = {"oneOf": [{"type": "array"}, {"type": "array", "items": {"type": "integer"}}]}

@@ -227,10 +227,17 @@ _ENTERING: "weakref.WeakKeyDictionary[ByteDFA, np.ndarray]" = weakref.WeakKeyDic
 
 
 def _entering_bytes(callee: ByteDFA) -> np.ndarray:
-    """bool ``[256]``: the bytes on which some move of ``callee`` ends one of its values."""
+    """bool ``[256]``: the bytes on which some move of ``callee`` completes one of its values
+    from a state where it is not complete (see :meth:`TokenPDA._pop_reach`).
+
+    Moves between complete states do not count: the whitespace after a comma's callee's
+    comma kept it complete, and counting those bytes made the reach of every schema with
+    such a callee the longest run of spaces in a token (129 for Llama-3), so rows stopped
+    being shared between stacks that differ below the top frame."""
     found = _ENTERING.get(callee)
     if found is None:
         moves = callee.trans >= 0
+        moves[callee.accepting] = False
         ends = np.zeros_like(moves)
         ends[moves] = callee.accepting[callee.trans[moves]]
         found = _ENTERING.setdefault(callee, ends.any(axis=0))
@@ -545,8 +552,15 @@ class TokenPDA(EngineBase):
         self._exits = new_exit_memo(automaton.num_states)
 
     def _pop_reach(self) -> int:
-        """How many frames one token can pop at most: one per byte entering a complete callee
-        value, plus one (all of them when a return state is itself complete)."""
+        """How many frames one token can pop at most: one per byte that completes a callee's
+        value (:func:`_entering_bytes`), plus one (all of them when a return state is itself
+        complete).
+
+        After the first pop, the next frame's value resumes at its return state, which is
+        not complete (else the reach is unbounded), so it pops only once some byte of the
+        token has moved it from an incomplete state into a complete one: each later pop
+        takes a byte of its own from that set.  A byte between two complete states (the
+        whitespace after a comma) never lets a frame pop that could not pop before it."""
         pda = self.automaton
         returns = pda.call_ret[pda.call_ret >= 0]
         if pda.accepting[returns].any():
