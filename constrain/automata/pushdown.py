@@ -230,10 +230,11 @@ def _entering_bytes(callee: ByteDFA) -> np.ndarray:
     """bool ``[256]``: the bytes on which some move of ``callee`` completes one of its values
     from a state where it is not complete (see :meth:`TokenPDA._pop_reach`).
 
-    Moves between complete states do not count: the whitespace after a comma's callee's
-    comma kept it complete, and counting those bytes made the reach of every schema with
-    such a callee the longest run of spaces in a token (129 for Llama-3), so rows stopped
-    being shared between stacks that differ below the top frame."""
+    Moves between complete states do not count: in the comma callee ``ws , ws`` the
+    whitespace after the comma keeps its value complete, and counting those bytes made
+    the reach of every schema with that callee the longest run of spaces in a token (129
+    for Llama-3), so rows stopped being shared between stacks that differ below the top
+    frame."""
     found = _ENTERING.get(callee)
     if found is None:
         moves = callee.trans >= 0
