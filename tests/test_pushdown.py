@@ -386,30 +386,38 @@ COUNTED_ARRAYS = [
 ]
 
 
-def _spaced_json(value, rng: random.Random) -> str:
-    """``value`` in JSON with a random whitespace run (sometimes past the bound of 12) at
-    every place between two tokens."""
+def _spaced_json(value, rng: random.Random, too_long: list[bool]) -> str:
+    """``value`` in JSON with a random whitespace run at every place between two tokens;
+    where ``too_long`` holds True, one run somewhere passes the bound of 12 (then False)."""
     def ws() -> str:
-        return "".join(rng.choice(" \t\n\r") for _ in range(rng.choice([0, 0, 1, 2, 5, 12, 13])))
+        count = rng.choice([0, 0, 1, 2, 5, 12])
+        if too_long[0] and rng.random() < 0.1:
+            count, too_long[0] = 13, False
+        return "".join(rng.choice(" \t\n\r") for _ in range(count))
     if isinstance(value, list):
-        inner = (ws() + "," + ws()).join(_spaced_json(v, rng) for v in value) if value else ""
+        inner = (ws() + "," + ws()).join(_spaced_json(v, rng, too_long) for v in value) if value else ""
         return "[" + ws() + inner + ws() + "]"
     if isinstance(value, dict):
-        inner = (ws() + "," + ws()).join(json.dumps(k) + ws() + ":" + ws() + _spaced_json(v, rng) for k, v in value.items())
+        inner = (ws() + "," + ws()).join(json.dumps(k) + ws() + ":" + ws() + _spaced_json(v, rng, too_long)
+                                         for k, v in value.items())
         return "{" + ws() + inner + ws() + "}"
     return json.dumps(value)
 
 
 def _counted_array_values(schema: dict, rng: random.Random):
-    """Random values around ``schema``'s counts: right and wrong lengths and items."""
+    """Random values around ``schema``'s counts: right and wrong lengths, and now and then
+    a wrong item."""
+    def one(good: list, bad: list):
+        return rng.choice(bad if rng.random() < 0.08 else good)
+
     if schema["type"] == "object":
-        return {"a": [rng.choice([1, "b", 2]) for _ in range(rng.randint(6, 10))],
-                "n": [[None] * rng.randint(0, 21) for _ in range(rng.randint(14, 18))]}
-    items = schema.get("maxItems", 10) + 2
-    pick = {"integer": lambda: rng.choice([0, -3, 17, "1"]), "string": lambda: rng.choice(["", "ab", "abc", 1]),
-            "boolean": lambda: rng.choice([True, False, None])}[schema["items"]["type"]]
-    head = [rng.choice(["x", "y"])] if "prefixItems" in schema else []
-    return head + [pick() for _ in range(rng.randint(0, items))]
+        return {"a": [one([1, "b"], [2]) for _ in range(rng.randint(6, 9))],
+                "n": [[None] * rng.randint(0, 20 + (rng.random() < 0.01))
+                      for _ in range(rng.randint(16, 17) - (rng.random() < 0.1))]}
+    pick = {"integer": lambda: one([0, -3, 17], ["1"]), "string": lambda: one(["", "ab", "c"], ["abc", 1]),
+            "boolean": lambda: one([True, False], [None])}[schema["items"]["type"]]
+    head = [one(["x"], ["y"])] if "prefixItems" in schema else []
+    return head + [pick() for _ in range(rng.randint(0, schema["maxItems"] + 2))]
 
 
 @pytest.mark.parametrize("schema", COUNTED_ARRAYS, ids=[str(i) for i in range(len(COUNTED_ARRAYS))])
@@ -427,11 +435,14 @@ def test_counted_arrays_calling_their_comma_keep_the_language(schema, monkeypatc
     rng = random.Random(len(json.dumps(schema)))
     validator = jsonschema.Draft202012Validator(schema)
     runs = re.compile(r"[ \t\n\r]{13}")
+    verdicts = []
     for _ in range(400):
         value = _counted_array_values(schema, rng)
-        text = _spaced_json(value, rng)
+        text = _spaced_json(value, rng, [rng.random() < 0.3])
         expected = validator.is_valid(value) and not runs.search(text)
+        verdicts.append(expected)
         assert called.automaton.matches(text.encode()) == expected == inline.automaton.matches(text.encode()), text
+    assert 0.15 < sum(verdicts) / len(verdicts) < 0.85  # both kinds of text, often
 
 
 def test_integer_max_any_depth_keeps_one_dfa(infos):
