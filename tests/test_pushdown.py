@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from constrain import Compiler, Matcher
+from constrain.automata.byte_dfa import ByteDFA
 from constrain.automata.dfa_ops import difference
 from constrain.automata.pushdown import (CALL, CALL_SYMBOLS, COUNTED_SYMBOLS, PushdownDFA, TokenPDA, expand_calls,
                                          has_calls)
@@ -1078,7 +1079,7 @@ def _items_agree_with_jsonschema(schema: dict, language, wrap=lambda items: item
     assert any(verdicts) and not all(verdicts)
 
 
-def _item_callee(language) -> tuple[int, "ByteDFA"]:
+def _item_callee(language) -> tuple[int, ByteDFA]:
     """The symbol and body of an array item's callee (beside the callee of its commas)."""
     (found,) = ((symbol, body) for symbol, body in language.recursive.items() if not body.matches(b","))
     return found

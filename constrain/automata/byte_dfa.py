@@ -113,6 +113,7 @@ class ByteDFA:
         return self._run_tuples
 
     def _accepting_list(self) -> list[int]:
+        """The accepting states as a list (memoised beside :meth:`_run_list`)."""
         if self._accepting_states is None:
             object.__setattr__(self, "_accepting_states", np.flatnonzero(self.accepting).tolist())
         return self._accepting_states
@@ -195,9 +196,9 @@ class _NFA:
     def build_automaton(self, dfa: "ByteDFA", start: int, end: int) -> None:
         """Wire a copy of ``dfa`` between ``start`` and ``end`` (one NFA state per DFA state).
 
-        A call marker (two or three states) is wired move by move: a large object calls
-        its separators thousands of times, and the numpy copy of the run table cost
-        twenty times as much per call."""
+        A call marker (two or three states) is wired move by move: a counted array
+        calls its comma callee at every position (thousands in a large schema), and the
+        numpy copy of the run table cost twenty times as much per call."""
         if dfa.num_states <= _FEW_STATES:
             self.build_few(dfa, start, end)
             return

@@ -126,8 +126,7 @@ def called_symbols(dfa: ByteDFA) -> frozenset[int]:
     if found is None:
         used = (dfa.trans[:, CALL_SYMBOLS] >= 0).any(axis=0)
         found = frozenset(symbol for symbol, hit in zip(CALL_SYMBOLS, used.tolist()) if hit)
-        if (dfa.trans[:, WIDE_CALL] >= 0).any():
-            found |= set(wide_call_arrays(dfa.trans)[1].tolist())
+        found |= set(wide_call_arrays(dfa.trans)[1].tolist())  # one pass down the WIDE_CALL column
         _CALLED[dfa] = found
     return found
 
@@ -308,10 +307,12 @@ def _stacked(blocks: Sequence[ByteDFA], offsets: Sequence[int],
     """
     table = np.empty((offsets[-1], 256), dtype=np.int32)
     call_ret = np.full((offsets[-1], len(symbols)), -1, dtype=np.int32)
-    column_of = {symbol: column for column, symbol in enumerate(symbols)}
-    narrow_column = np.full(len(CALL_SYMBOLS), -1, dtype=np.int64)
-    for symbol, column in column_of.items():
-        if symbol not in WIDE_SYMBOLS:
+    narrow_column = np.full(len(CALL_SYMBOLS), -1, dtype=np.int64)  # call_ret's column per symbol
+    wide_column = np.full(len(WIDE_SYMBOLS), -1, dtype=np.int64)
+    for column, symbol in enumerate(symbols):
+        if symbol in WIDE_SYMBOLS:
+            wide_column[symbol - WIDE_SYMBOLS[0]] = column
+        else:
             narrow_column[symbol - _FIRST_SYMBOL] = column
     unknown = 0
     for block, lo in zip(blocks, offsets):
@@ -319,10 +320,6 @@ def _stacked(blocks: Sequence[ByteDFA], offsets: Sequence[int],
                                _FIRST_SYMBOL, call_ret)
     missing = [hex(symbol) for j, symbol in enumerate(CALL_SYMBOLS) if unknown >> j & 1]
     states, wide_symbols, rets = wide_call_arrays(table)
-    wide_column = np.full(len(WIDE_SYMBOLS), -1, dtype=np.int64)
-    for symbol, column in column_of.items():
-        if symbol in WIDE_SYMBOLS:
-            wide_column[symbol - WIDE_SYMBOLS[0]] = column
     columns = wide_column[wide_symbols - WIDE_SYMBOLS[0]]
     missing += sorted({hex(symbol) for symbol in wide_symbols[columns < 0].tolist()})
     if missing:
