@@ -191,6 +191,36 @@ def test_peer_on_the_same_work(llama3, engines):
     assert "| llguidance | 3 | 3 | 3 (100.0 %) | 0 | 0 | 0 / 0 / 0 |" in render_jsonschemabench(run)
 
 
+@pytest.mark.parametrize("name", ["llama-2", "mistral-7b-v0.1", "llama-3"])
+def test_instances_are_forced_as_their_own_bytes(load_tokenizer, infos, name):
+    """SentencePiece writes a space before a text (``{`` is ``▁{``): forced as encoded, every
+    instance would begin with whitespace, which engines without leading whitespace refuse
+    at the first token.  The ids spell exactly the instance's bytes, read with
+    constrain's own vocabulary decoding (independent of the bench's)."""
+    tok, info = load_tokenizer(name), infos(name)
+    values = [{"a": 1, "b": "xy"}, [1, 2], "é😀", True, {" lead": " space"}]
+    work = tokenize_case(tok, _case("spelled", "peer", {}, values))
+    for value, ids in zip(values, work.tokens):
+        assert b"".join(info.token_bytes[i] for i in ids) == json.dumps(value, ensure_ascii=False).encode()
+    if name != "llama-3":  # the tokenizer's own ids begin with the space
+        first = tok.encode(json.dumps(values[0]), add_special_tokens=False)[0]
+        assert info.token_bytes[first].startswith(b" ")
+
+
+def test_peer_reads_sentencepiece_instances(load_tokenizer):
+    """llguidance (no leading whitespace in its JSON) passes the same cases with Llama-2's
+    tokenizer: before the instances were spelled without SentencePiece's space, it refused
+    every valid one at token 0."""
+    if optional_import("llguidance")[0] is None:
+        pytest.skip("llguidance not installed")
+    tok = load_tokenizer("llama-2")
+    peers, skipped = set_up_engines(["llguidance"], tok, FACTORIES)
+    assert not skipped
+    cases = handful()[:2] + [handful()[4]]
+    run = run_cases(cases, peers, tok, progress=False)
+    assert all(r.passed for r in run.results["llguidance"]), [r.explain() for r in run.results["llguidance"]]
+
+
 def test_our_json_schema_compiler_on_the_same_work(llama3, engines):
     """The real ``compile_json_schema`` through the adapter: verdicts equal jsonschema's labels."""
     schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 12},

@@ -37,7 +37,7 @@ import numpy as np
 from ..errors import ConstrainError
 from .data import KEY_ORDERS, Case, default_data_dir, even_sample
 from .engines import ADAPTERS, ENGINES, Engine, EngineUnavailable
-from .tokens import hf_token_bytes
+from .tokens import hf_token_bytes, text_encoder
 
 __all__ = [
     "InstanceOutcome",
@@ -195,7 +195,8 @@ class Tokenized:
 
 
 def tokenize_case(tok: Any, case: Case, key_order: str = "instance") -> Tokenized:
-    """Each instance as text, encoded without special tokens.
+    """Each instance as text, encoded without special tokens into ids whose bytes are
+    exactly the text (:class:`~.tokens.TextEncoder`: no SentencePiece space before it).
 
     ``key_order="instance"`` (MaskBench, the default) writes ``json.dumps(data,
     ensure_ascii=False)``: members in the order the instance lists them.
@@ -214,8 +215,8 @@ def tokenize_case(tok: Any, case: Case, key_order: str = "instance") -> Tokenize
             if written is not None:
                 text, rewritten = written, rewritten + 1
         texts.append(text)
-    tokens = [tok.encode(t, add_special_tokens=False) for t in texts]
-    return Tokenized(tokens, [i.valid for i in case.instances], rewritten)
+    encode = text_encoder(tok)
+    return Tokenized([encode(t) for t in texts], [i.valid for i in case.instances], rewritten)
 
 
 def _schema_order_text(data: Any, schema: Any) -> str | None:
@@ -519,7 +520,8 @@ def run_cases(
     names = sorted(engines, key=lambda n: (ENGINES.index(n) if n in ENGINES else len(ENGINES), n))
     eos = int(tok.eos_token_id)
     words = (len(tok) + 31) // 32
-    warm = [(schema, [tok.encode(t, add_special_tokens=False) for t in texts]) for schema, texts in WARMUP]
+    encode = text_encoder(tok)
+    warm = [(schema, [encode(t) for t in texts]) for schema, texts in WARMUP]
     slow = set(slow_engines) if sample_slow is not None else set()
     sample_ids = {c.id for c in even_sample(cases, sample_slow)} if slow else set()
     worker_cls = _Worker if fork_available() else _InProcess

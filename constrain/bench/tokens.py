@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["hf_token_bytes"]
+__all__ = ["hf_token_bytes", "TextEncoder", "text_encoder"]
 
 
 def _byte_level_alphabet() -> dict[str, int]:
@@ -94,3 +94,70 @@ def hf_token_bytes(tokenizer: Any) -> tuple[dict[int, bytes], set[int]]:
                     pass
             result[token_id] = text.replace("\u2581", " ").encode("utf-8")
     return result, added_ids
+
+
+class TextEncoder:
+    """Token ids whose bytes spell a text exactly, for forcing it through every engine.
+
+    A SentencePiece tokenizer (Llama-2, Mistral) writes a space before the text
+    (the "dummy prefix": ``{`` becomes ``▁{``), so the forced bytes would be the
+    instance with a leading space: our flexible whitespace takes it, engines without
+    leading whitespace refuse every instance at its first token.  The first token
+    is then spelled again without that space (the token of the same bytes less the
+    space, or the longest tokens that spell them), so every engine reads the
+    instance's own bytes.  Texts whose ids spell them already (byte-level BPE:
+    GPT-2, Llama-3, Qwen) keep the tokenizer's ids.
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.token_bytes, _ = hf_token_bytes(tokenizer)
+        self._by_bytes: dict[bytes, int] = {}
+        pieces = tokenizer.convert_ids_to_tokens(sorted(self.token_bytes))
+        # A byte-fallback piece (``<0x22>``) spells what a plain piece does (``"``); the
+        # tokenizer writes the plain one, and engines may allow only that.
+        ranked = sorted(zip(pieces, sorted(self.token_bytes)), key=lambda p: (_is_byte_piece(p[0]), p[1]))
+        for piece, token_id in ranked:
+            data = self.token_bytes[token_id]
+            if data:
+                self._by_bytes.setdefault(data, token_id)
+        self._longest = max(map(len, self._by_bytes), default=1)
+
+    def __call__(self, text: str) -> list[int]:
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        data = text.encode("utf-8")
+        spelled = b"".join(self.token_bytes.get(token_id, b"\xff\xff") for token_id in ids)
+        if ids and spelled != data and spelled == b" " + data:
+            return self._spelled(self.token_bytes[ids[0]][1:]) + ids[1:]
+        return ids
+
+    def _spelled(self, data: bytes) -> list[int]:
+        """Ids spelling ``data``: the longest token that begins what is left, each time."""
+        ids, at = [], 0
+        while at < len(data):
+            for end in range(min(len(data), at + self._longest), at, -1):
+                token_id = self._by_bytes.get(data[at:end])
+                if token_id is not None:
+                    ids.append(token_id)
+                    at = end
+                    break
+            else:  # no token holds this byte (no byte fallback): cannot happen for a text the tokenizer split
+                raise ValueError(f"no token spells {data[at:at + 1]!r}")
+        return ids
+
+
+def _is_byte_piece(piece: str | None) -> bool:
+    """Whether ``piece`` is a SentencePiece byte-fallback piece such as ``<0x0A>``."""
+    return piece is not None and len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">")
+
+
+_ENCODERS: dict[int, tuple[Any, TextEncoder]] = {}
+
+
+def text_encoder(tokenizer: Any) -> TextEncoder:
+    """The :class:`TextEncoder` of ``tokenizer`` (built once per tokenizer object: reading
+    its vocabulary takes a fraction of a second)."""
+    found = _ENCODERS.get(id(tokenizer))
+    if found is None or found[0] is not tokenizer:
+        found = _ENCODERS[id(tokenizer)] = (tokenizer, TextEncoder(tokenizer))
+    return found[1]
