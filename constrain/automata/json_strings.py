@@ -158,6 +158,18 @@ def begins_some(ordered: tuple[bytes, ...], text: bytes) -> bool:
     return k < len(ordered) and ordered[k].startswith(text)
 
 
+def written_ahead(ordered: tuple[bytes, ...], text: bytes) -> tuple[bytes, ...]:
+    """The texts of ``ordered`` (sorted) that begin with ``text``: one run of it.
+
+    A look-ahead from a string that reads ``text`` so far meets only these, so its answer
+    is memoised by them, not by everything written: the next key of a wide object adds
+    one name, and the answers for beginnings of the others still hold."""
+    start = end = bisect_left(ordered, text)
+    while end < len(ordered) and ordered[end].startswith(text):
+        end += 1
+    return ordered[start:end]
+
+
 @lru_cache(maxsize=1024)
 def short_prefixes(written: frozenset[bytes], longest: int) -> frozenset[bytes]:
     """The distinct beginnings of at most ``longest`` bytes (the empty one included) of the
@@ -184,15 +196,19 @@ class StringEnds:
         string).  Only paths along written texts are followed (a stack, not recursion:
         texts may be long): any other byte leads to a fresh string, since every state
         is live."""
-        key = (state, text, escaped, written)
+        ahead = written_ahead(in_order(written), text)
+        if not ahead:  # no written string begins so: any way on is fresh
+            return True
+        key = (state, text, escaped, ahead)
         found = self._fresh.get(key)
         if found is None:  # each suspect token of a mask asks again from the same place
-            found = self._fresh.remember(key, self._search_fresh(state, text, escaped, written))
+            found = self._fresh.remember(key, self._search_fresh(state, text, escaped, ahead))
         return found
 
-    def _search_fresh(self, state: int, text: bytes, escaped: bool, written: frozenset[bytes]) -> bool:
-        """:meth:`fresh`, searched."""
-        ordered = in_order(written)
+    def _search_fresh(self, state: int, text: bytes, escaped: bool, ordered: tuple[bytes, ...]) -> bool:
+        """:meth:`fresh`, searched over the written strings ``ordered`` (sorted) that begin
+        with ``text``: the only ones a path from here can meet."""
+        written = frozenset(ordered)
         todo = [(state, text, escaped)]
         while todo:
             state, text, escaped = todo.pop()
@@ -248,7 +264,7 @@ class StringEnds:
         return bool(looping.all())
 
 
-def written_suspects(index: "QuoteIndex", plain: dict[bytes, list[int]], words: np.ndarray,
+def written_suspects(index: "QuoteIndex", plain: "PlainTokens | None", words: np.ndarray,
                      written: frozenset[bytes], string: bytes | None, escaped: bool, bounded: bool,
                      max_depth: int, empty_tails: bool = True, first: bool = True,
                      open_rest: bool = False) -> list[int]:
@@ -259,8 +275,8 @@ def written_suspects(index: "QuoteIndex", plain: dict[bytes, list[int]], words: 
 
     Which string a token closes, and how the string it leaves open begins, are in its
     bytes (:class:`QuoteIndex`), so they are looked up by what each written string
-    still needs.  ``plain`` holds the tokens without a quote by their bytes (only
-    needed when ``bounded``).  Without ``empty_tails`` (the caller knows some string not
+    still needs.  ``plain`` holds the tokens without a quote (only needed when
+    ``bounded``).  Without ``empty_tails`` (the caller knows some string not
     written is left to begin), tokens that leave a string open right after its quote are
     not suspects.  Without ``first`` (the string the token reads first is not one
     ``written`` constrains: an object's value, before the keys), only tokens reading
@@ -291,11 +307,12 @@ def written_suspects(index: "QuoteIndex", plain: dict[bytes, list[int]], words: 
         for value in written if first and string is not None and not open_rest else ():
             if value.startswith(before):
                 rest = value[len(before):]
-                pools += [token_ids(hit) for hit in map(plain.get, beginnings(rest, max_depth)) if hit]
-        for prefix in short_prefixes(written, max_depth) if first else ():
-            opening = reading.opening.get(prefix) if prefix or empty_tails else None
-            if opening is not None:
-                pools.append(opening)
+                pool = plain.beginning(rest, max_depth)
+                if pool is not None:
+                    pools.append(pool)
+        opening = reading.openings(written, max_depth, empty_tails) if first else None
+        if opening is not None:
+            pools.append(opening)
         ordered = in_order(written)
         for token in allowed_tokens(words, reading.reopening_ids):
             closed, tail = reading.reopening[token]
@@ -332,6 +349,22 @@ class _Reading(NamedTuple):
     opening: dict[bytes, np.ndarray]
     reopening: dict[int, tuple[tuple[bytes, ...], bytes]]
     reopening_ids: np.ndarray
+    opened: BoundedMemo  # :meth:`openings` by its arguments
+
+    def openings(self, written: frozenset[bytes], longest: int, empty_tails: bool) -> np.ndarray | None:
+        """The tokens of :attr:`opening` under every beginning of at most ``longest`` bytes
+        of a text in ``written`` (the empty one only with ``empty_tails``), or None.
+
+        Memoised by the set: every mask of a member asks with the keys written before it,
+        and a wide object's keys have hundreds of beginnings (300,000 look-ups over the
+        any-order masks of one 60-member document)."""
+        key = (written, longest, empty_tails)
+        found = self.opened.get(key, _NONE_YET)
+        if found is _NONE_YET:
+            hits = [self.opening[prefix] for prefix in short_prefixes(written, longest)
+                    if (prefix or empty_tails) and prefix in self.opening]
+            found = self.opened.remember(key, np.concatenate(hits) if hits else None)
+        return found
 
 
 class QuoteIndex(NamedTuple):
@@ -366,19 +399,41 @@ def quote_index(info) -> QuoteIndex:
     return found
 
 
-_PLAIN_TOKENS: dict[str, dict[bytes, list[int]]] = {}
+class PlainTokens:
+    """The tokens without a quote (what can go on inside a string), looked up by the text
+    they may begin: :meth:`beginning`."""
+
+    def __init__(self, token_bytes) -> None:
+        by_bytes: dict[bytes, list[int]] = {}
+        for token, data in enumerate(token_bytes):
+            if data and b'"' not in data:
+                by_bytes.setdefault(data, []).append(token)
+        self._by_bytes = {data: token_ids(tokens) for data, tokens in by_bytes.items()}
+        # The same written keys are looked up at every mask of a wide object: a few
+        # dozen names, each sliced into its beginnings, were half of such a mask's suspects.
+        self._beginnings = BoundedMemo(4_096)
+
+    def beginning(self, text: bytes, longest: int) -> np.ndarray | None:
+        """The tokens that spell a non-empty beginning of ``text`` of at most ``longest``
+        bytes (None: no token does)."""
+        key = (text, longest)
+        found = self._beginnings.get(key, _NONE_YET)
+        if found is _NONE_YET:
+            hits = [hit for hit in map(self._by_bytes.get, beginnings(text, longest)) if hit is not None]
+            found = self._beginnings.remember(key, np.concatenate(hits) if hits else None)
+        return found
 
 
-def plain_tokens(info) -> dict[bytes, list[int]]:
-    """The tokens without a quote by their bytes (what can go on inside a string), built
-    once per vocabulary and only for arrays whose items have finite rests."""
+_NONE_YET = object()
+_PLAIN_TOKENS: dict[str, PlainTokens] = {}
+
+
+def plain_tokens(info) -> PlainTokens:
+    """The :class:`PlainTokens` of ``info``'s vocabulary, built once per vocabulary and only
+    where strings' rests may be finite (keys of closed objects, distinct array items)."""
     found = _PLAIN_TOKENS.get(info.hash)
     if found is None:
-        plain: dict[bytes, list[int]] = {}
-        for token, data in enumerate(info.token_bytes):
-            if data and b'"' not in data:
-                plain.setdefault(data, []).append(token)
-        found = _PLAIN_TOKENS[info.hash] = plain
+        found = _PLAIN_TOKENS[info.hash] = PlainTokens(info.token_bytes)
     return found
 
 
@@ -399,7 +454,8 @@ def _reading(tokens: list[tuple[int, bytes]], inside: bool) -> _Reading:
         elif len(closed) > 1:
             several[token] = tuple(closed)
     return _Reading({v: token_ids(ids) for v, ids in closing.items()}, several, token_ids(list(several)),
-                    {t: token_ids(ids) for t, ids in opening.items()}, reopening, token_ids(list(reopening)))
+                    {t: token_ids(ids) for t, ids in opening.items()}, reopening, token_ids(list(reopening)),
+                    BoundedMemo(1_024))
 
 
 def _strings_closed(data: bytes, inside: bool) -> tuple[list[bytes], bytes | None]:

@@ -405,7 +405,7 @@ class ItemSuspects:
     def __init__(self, unique: UniqueItemsAutomaton, info, max_depth: int) -> None:
         self.unique = unique
         self.quotes = quote_index(info)
-        self.plain = plain_tokens(info) if unique.bounded else {}
+        self.plain = plain_tokens(info) if unique.bounded else None
         self.scalars = scalar_index(info) if unique.scalars else None
         self.max_depth = max_depth
 
