@@ -128,11 +128,14 @@ class TextEncoder:
         data = text.encode("utf-8")
         spelled = b"".join(self.token_bytes.get(token_id, b"\xff\xff") for token_id in ids)
         if ids and spelled != data and spelled == b" " + data:
-            return self._spelled(self.token_bytes[ids[0]][1:]) + ids[1:]
+            first = self._spelled(self.token_bytes[ids[0]][1:])
+            if first is not None:
+                return first + ids[1:]
         return ids
 
-    def _spelled(self, data: bytes) -> list[int]:
-        """Ids spelling ``data``: the longest token that begins what is left, each time."""
+    def _spelled(self, data: bytes) -> list[int] | None:
+        """Ids spelling ``data``: the longest token that begins what is left, each time
+        (None where no token holds some byte: a vocabulary without byte fallback)."""
         ids, at = [], 0
         while at < len(data):
             for end in range(min(len(data), at + self._longest), at, -1):
@@ -141,8 +144,8 @@ class TextEncoder:
                     ids.append(token_id)
                     at = end
                     break
-            else:  # no token holds this byte (no byte fallback): cannot happen for a text the tokenizer split
-                raise ValueError(f"no token spells {data[at:at + 1]!r}")
+            else:
+                return None
         return ids
 
 
