@@ -29,7 +29,7 @@ from .pushdown import CALL_SYMBOLS, WIDE_CALL
 
 __all__ = ["GOES_ON", "MANY_VALUES", "string_values", "StringEnds", "QuoteIndex", "quote_index", "plain_tokens",
            "written_suspects", "token_ids", "all_token_ids", "allowed_tokens", "in_order", "begins_some",
-           "beginnings", "short_prefixes", "acyclic_order"]
+           "beginnings", "short_prefixes", "acyclic_order", "written_ahead", "PlainTokens", "NO_TOKENS"]
 
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 
@@ -307,12 +307,9 @@ def written_suspects(index: "QuoteIndex", plain: "PlainTokens | None", words: np
         for value in written if first and string is not None and not open_rest else ():
             if value.startswith(before):
                 rest = value[len(before):]
-                pool = plain.beginning(rest, max_depth)
-                if pool is not None:
-                    pools.append(pool)
-        opening = reading.openings(written, max_depth, empty_tails) if first else None
-        if opening is not None:
-            pools.append(opening)
+                pools.append(plain.beginning(rest, max_depth))
+        if first:
+            pools.append(reading.openings(written, max_depth, empty_tails))
         ordered = in_order(written)
         for token in allowed_tokens(words, reading.reopening_ids):
             closed, tail = reading.reopening[token]
@@ -351,19 +348,18 @@ class _Reading(NamedTuple):
     reopening_ids: np.ndarray
     opened: BoundedMemo  # :meth:`openings` by its arguments
 
-    def openings(self, written: frozenset[bytes], longest: int, empty_tails: bool) -> np.ndarray | None:
+    def openings(self, written: frozenset[bytes], longest: int, empty_tails: bool) -> np.ndarray:
         """The tokens of :attr:`opening` under every beginning of at most ``longest`` bytes
-        of a text in ``written`` (the empty one only with ``empty_tails``), or None.
+        of a text in ``written`` (the empty one only with ``empty_tails``).
 
         Memoised by the set: every mask of a member asks with the keys written before it,
         and a wide object's keys have hundreds of beginnings (300,000 look-ups over the
         any-order masks of one 60-member document)."""
         key = (written, longest, empty_tails)
-        found = self.opened.get(key, _NONE_YET)
-        if found is _NONE_YET:
-            hits = [self.opening[prefix] for prefix in short_prefixes(written, longest)
-                    if (prefix or empty_tails) and prefix in self.opening]
-            found = self.opened.remember(key, np.concatenate(hits) if hits else None)
+        found = self.opened.get(key)
+        if found is None:
+            prefixes = short_prefixes(written, longest)
+            found = self.opened.remember(key, _joined(self.opening.get(p) for p in prefixes if p or empty_tails))
         return found
 
 
@@ -413,18 +409,21 @@ class PlainTokens:
         # dozen names, each sliced into its beginnings, were half of such a mask's suspects.
         self._beginnings = BoundedMemo(4_096)
 
-    def beginning(self, text: bytes, longest: int) -> np.ndarray | None:
-        """The tokens that spell a non-empty beginning of ``text`` of at most ``longest``
-        bytes (None: no token does)."""
+    def beginning(self, text: bytes, longest: int) -> np.ndarray:
+        """The tokens that spell a non-empty beginning of ``text`` of at most ``longest`` bytes."""
         key = (text, longest)
-        found = self._beginnings.get(key, _NONE_YET)
-        if found is _NONE_YET:
-            hits = [hit for hit in map(self._by_bytes.get, beginnings(text, longest)) if hit is not None]
-            found = self._beginnings.remember(key, np.concatenate(hits) if hits else None)
+        found = self._beginnings.get(key)
+        if found is None:
+            found = self._beginnings.remember(key, _joined(map(self._by_bytes.get, beginnings(text, longest))))
         return found
 
 
-_NONE_YET = object()
+def _joined(pools) -> np.ndarray:
+    """The token ids of ``pools`` (arrays, or None for none) in one array."""
+    found = [pool for pool in pools if pool is not None]
+    return np.concatenate(found) if found else NO_TOKENS
+
+
 _PLAIN_TOKENS: dict[str, PlainTokens] = {}
 
 
@@ -490,6 +489,11 @@ def _items_after_a_bracket(data: bytes) -> bool:
 
 def token_ids(tokens: list[int]) -> np.ndarray:
     return np.asarray(tokens, dtype=np.int64)
+
+
+#: No token ids (shared: read-only).
+NO_TOKENS = token_ids([])
+NO_TOKENS.setflags(write=False)
 
 
 @lru_cache(maxsize=8)

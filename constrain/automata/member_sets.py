@@ -44,7 +44,7 @@ import numpy as np
 
 from .memo import BoundedMemo
 from .pushdown import ByteReader, PushdownDFA, ReaderTokenPDA, cleared_bits, without_bits
-from .json_strings import (GOES_ON, StringEnds, all_token_ids, allowed_tokens, plain_tokens, quote_index,
+from .json_strings import (GOES_ON, NO_TOKENS, StringEnds, all_token_ids, allowed_tokens, plain_tokens, quote_index,
                            token_ids, written_suspects)
 from .unique_items import NO_ITEMS, ItemSuspects, ItemValues, UniqueItemsAutomaton
 
@@ -263,7 +263,6 @@ def _lexed(text: _Text, byte: int, items: tuple | None) -> _Text:
 
 
 _UNKNOWN = object()  # a step not taken yet (None is a step that leaves the language)
-_NO_TOKENS = np.zeros(0, dtype=np.int64)
 
 
 class MemberSetAutomaton(ByteReader):
@@ -743,7 +742,7 @@ class MemberSetTokenPDA(ReaderTokenPDA):
                                       self.trie.max_depth)
         kept = sorted(set(candidates))
         if not kept:
-            return _NO_TOKENS, np.zeros(0, dtype=np.uint32)
+            return NO_TOKENS, np.zeros(0, dtype=np.uint32)
         where, cleared = cleared_bits(kept)
         bits = ~cleared
         refused = self.killed(state, kept)

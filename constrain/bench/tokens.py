@@ -81,12 +81,7 @@ def hf_token_bytes(tokenizer: Any) -> tuple[dict[int, bytes], set[int]]:
         for text, token_id in vocab.items():
             if token_id in added_ids:
                 continue
-            if (
-                byte_fallback
-                and len(text) == 6
-                and text.startswith("<0x")
-                and text.endswith(">")
-            ):
+            if byte_fallback and _is_byte_piece(text):
                 try:
                     result[token_id] = bytes([int(text[3:5], 16)])
                     continue
@@ -113,11 +108,10 @@ class TextEncoder:
         self.tokenizer = tokenizer
         self.token_bytes, _ = hf_token_bytes(tokenizer)
         self._by_bytes: dict[bytes, int] = {}
-        pieces = tokenizer.convert_ids_to_tokens(sorted(self.token_bytes))
+        ids = sorted(self.token_bytes)
         # A byte-fallback piece (``<0x22>``) spells what a plain piece does (``"``); the
         # tokenizer writes the plain one, and engines may allow only that.
-        ranked = sorted(zip(pieces, sorted(self.token_bytes)), key=lambda p: (_is_byte_piece(p[0]), p[1]))
-        for piece, token_id in ranked:
+        for _, token_id in sorted(zip(map(_is_byte_piece, tokenizer.convert_ids_to_tokens(ids)), ids)):
             data = self.token_bytes[token_id]
             if data:
                 self._by_bytes.setdefault(data, token_id)
@@ -126,8 +120,9 @@ class TextEncoder:
     def __call__(self, text: str) -> list[int]:
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         data = text.encode("utf-8")
-        spelled = b"".join(self.token_bytes.get(token_id, b"\xff\xff") for token_id in ids)
-        if ids and spelled != data and spelled == b" " + data:
+        # An added token has no bytes here: b"\xff" is in no UTF-8 text, so such ids never match.
+        spelled = b"".join(self.token_bytes.get(token_id, b"\xff") for token_id in ids)
+        if ids and spelled == b" " + data:
             first = self._spelled(self.token_bytes[ids[0]][1:])
             if first is not None:
                 return first + ids[1:]
